@@ -1,0 +1,23 @@
+// Backend surface Matmul (1 methods). Semantics: docs/semantics.md and ../shared/spec.
+#pragma once
+
+#include <cstdint>
+
+#include "backplane/backend/families.hpp"
+#include "backplane/dtype.hpp"
+
+namespace backplane {
+
+// X(Surface, Method, Family, accepted DTypes)
+#define BP_SURFACE_MATMUL(X) \
+  X(Matmul, Matmul, Matmul, kFloatDTypes)
+
+class MatmulSurface {
+ public:
+  virtual ~MatmulSurface() = default;
+#define BP_DECLARE_PURE(S, M, F, D) virtual BP_RET_##F M(BP_PARAMS_##F) = 0;
+  BP_SURFACE_MATMUL(BP_DECLARE_PURE)
+#undef BP_DECLARE_PURE
+};
+
+}  // namespace backplane

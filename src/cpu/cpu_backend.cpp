@@ -1,0 +1,60 @@
+#include "backplane/cpu/cpu_backend.hpp"
+
+#include "backplane/error.hpp"
+#include "cpu/kernel_table.hpp"
+#include "cpu/reference/reference.hpp"
+
+namespace backplane::cpu {
+namespace {
+
+#define BP_CPU_OVERRIDE(S, M, F, D)                                \
+  BP_RET_##F M(BP_PARAMS_##F) override {                           \
+    const auto kernel = table_->S##_##M;                           \
+    if (kernel == nullptr) ThrowNotImplemented(#S "." #M, "cpu");  \
+    return kernel(BP_ARGS_##F);                                    \
+  }
+
+#define BP_CPU_SURFACE(S, LIST)                                          \
+  class Cpu##S final : public S##Surface {                               \
+   public:                                                               \
+    explicit Cpu##S(const KernelTable* table) : table_(table) {}         \
+    LIST(BP_CPU_OVERRIDE)                                                \
+                                                                         \
+   private:                                                              \
+    const KernelTable* table_;                                           \
+  };
+BP_SURFACES(BP_CPU_SURFACE)
+#undef BP_CPU_SURFACE
+#undef BP_CPU_OVERRIDE
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const KernelTable* table)
+      :
+#define BP_CPU_MEMBER_INIT(S, LIST) S##_(table),
+        BP_SURFACES(BP_CPU_MEMBER_INIT)
+#undef BP_CPU_MEMBER_INIT
+        table_(table) {
+  }
+
+  std::string_view device() const override { return "cpu"; }
+
+#define BP_CPU_ACCESSOR(S, LIST) \
+  S##Surface& S() override { return S##_; }
+  BP_SURFACES(BP_CPU_ACCESSOR)
+#undef BP_CPU_ACCESSOR
+
+ private:
+#define BP_CPU_MEMBER(S, LIST) Cpu##S S##_;
+  BP_SURFACES(BP_CPU_MEMBER)
+#undef BP_CPU_MEMBER
+  const KernelTable* table_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateBackend() { return std::make_unique<CpuBackend>(&ref::Table()); }
+
+bool Implements(catalog::MethodId id) { return ref::Table().Has(id); }
+
+}  // namespace backplane::cpu

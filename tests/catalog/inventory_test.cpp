@@ -1,0 +1,88 @@
+#include "backplane/catalog/inventory.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace backplane::catalog {
+namespace {
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult RunCli(const std::string& args) {
+  const std::string command = std::string(BACKPLANE_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, ""};
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+TEST(Inventory, JsonHasTheStableKeys) {
+  const nlohmann::json j = InventoryJson(BuiltDevices());
+  EXPECT_EQ(j["seed"]["surfaces"], 25);
+  EXPECT_EQ(j["seed"]["methods"], 151);
+  EXPECT_EQ(j["seed"]["required_ops"], 119);
+  EXPECT_EQ(j["seed"]["links"]["direct"], 74);
+  EXPECT_EQ(j["seed"]["links"]["composite"], 3);
+  EXPECT_EQ(j["seed"]["links"]["kernel_registry"], 32);
+  EXPECT_EQ(j["seed"]["links"]["graph_only"], 10);
+  EXPECT_EQ(j["seed"]["backend_only_methods"], 88);
+  EXPECT_EQ(j["backplane"]["surfaces"], Surfaces().size());
+  EXPECT_EQ(j["backplane"]["methods"], Methods().size());
+  ASSERT_TRUE(j["backplane"]["implemented"].contains("cpu"));
+  const int implemented = j["backplane"]["implemented"]["cpu"];
+  const size_t missing = j["backplane"]["not_implemented"].size();
+  EXPECT_EQ(implemented + missing, Methods().size());
+  EXPECT_TRUE(j["backplane"]["registry_only_required_ops"].is_number_integer());
+  EXPECT_TRUE(j["backplane"]["methods_without_op_id"].is_number_integer());
+  for (const auto& name : j["backplane"]["not_implemented"]) {
+    EXPECT_NE(FindMethod(name.get<std::string>()), nullptr) << name;
+  }
+}
+
+TEST(Inventory, CommittedMarkdownIsFresh) {
+  std::ifstream file(std::string(BACKPLANE_SOURCE_DIR) + "/docs/backend-inventory.md");
+  ASSERT_TRUE(file.good()) << "docs/backend-inventory.md is missing; run `make docs`";
+  std::stringstream committed;
+  committed << file.rdbuf();
+  EXPECT_TRUE(committed.str() == InventoryMarkdown(BuiltDevices()))
+      << "docs/backend-inventory.md is stale; run `make docs` and commit it";
+}
+
+TEST(Inventory, CliPrintsJsonAndMarkdown) {
+  const CommandResult json = RunCli("inventory --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const nlohmann::json parsed = nlohmann::json::parse(json.output);
+  EXPECT_EQ(parsed["seed"]["methods"], 151);
+  const CommandResult md = RunCli("inventory");
+  ASSERT_EQ(md.exit_code, 0) << md.output;
+  EXPECT_EQ(md.output, InventoryMarkdown(BuiltDevices()));
+  const CommandResult info = RunCli("info");
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_NE(info.output.find("simd target selected:"), std::string::npos) << info.output;
+}
+
+TEST(Inventory, CliRejectsBadInputWithExitCode2) {
+  for (const char* args : {"", "frobnicate", "inventory --format xml", "info --bogus",
+                           "inventory --format"}) {
+    const CommandResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << "args: '" << args << "' output: " << r.output;
+    EXPECT_NE(r.output.find("backplane: error:"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("usage:"), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace backplane::catalog
