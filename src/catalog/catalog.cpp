@@ -29,9 +29,11 @@ constexpr int kSurfaceCount = 0
 
 constexpr std::array<SurfaceInfo, kSurfaceCount> kSurfaces{{
 #define BP_METHOD_ONE(S, M, F, D) +1
-#define BP_SURFACE_ROW(S, LIST) {#S, 0 LIST(BP_METHOD_ONE), true},
-    BP_SURFACES(BP_SURFACE_ROW)
-#undef BP_SURFACE_ROW
+#define BP_SEED_SURFACE_ROW(S, LIST) {#S, 0 LIST(BP_METHOD_ONE), true},
+#define BP_EXTENSION_SURFACE_ROW(S, LIST) {#S, 0 LIST(BP_METHOD_ONE), false},
+    BP_SEED_SURFACES(BP_SEED_SURFACE_ROW) BP_EXTENSION_SURFACES(BP_EXTENSION_SURFACE_ROW)
+#undef BP_SEED_SURFACE_ROW
+#undef BP_EXTENSION_SURFACE_ROW
 #undef BP_METHOD_ONE
 }};
 
@@ -133,6 +135,21 @@ std::vector<OpInfo> BuildOps() {
 #define BP_OP(...) add(__VA_ARGS__);
 #include "required_ops.inc"
 #undef BP_OP
+  // Extended IDs: no reference link (the seed has no such ID); Backplane's link only.
+  auto add_extended = [&](const char* id, const char* domain, const char* target,
+                          const char* inputs, const char* outputs, const char* attrs,
+                          DTypeSet dtypes, const char* alias_of, const char* summary) {
+    add(id, domain, G, "not in the seed", target, inputs, outputs, attrs, dtypes, alias_of,
+        summary);
+    OpInfo& op = ops.back();
+    op.required = false;
+    op.required_index = -1;
+    op.reference_note.clear();
+    --index;
+  };
+#define BP_EXT_OP(...) add_extended(__VA_ARGS__);
+#include "extended_ops.inc"
+#undef BP_EXT_OP
   return ops;
 }
 

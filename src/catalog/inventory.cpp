@@ -54,8 +54,14 @@ Counts Count() {
   }
   const std::set<MethodId> ref_linked = LinkedMethods(true);
   const std::set<MethodId> bp_linked = LinkedMethods(false);
+  std::set<std::string_view> seed_surfaces;
+  for (const SurfaceInfo& s : Surfaces()) {
+    if (s.in_seed) seed_surfaces.insert(s.name);
+  }
   for (const MethodInfo& m : Methods()) {
-    if (!ref_linked.contains(m.id)) c.seed_backend_only.push_back(m.id);
+    if (seed_surfaces.contains(m.surface) && !ref_linked.contains(m.id)) {
+      c.seed_backend_only.push_back(m.id);
+    }
     if (!bp_linked.contains(m.id)) c.without_op_id.push_back(m.id);
   }
   return c;
@@ -171,9 +177,11 @@ nlohmann::json InventoryJson(const std::vector<DeviceKernels>& devices) {
     ops.push_back({{"id", op.id},
                    {"domain", op.domain},
                    {"required", op.required},
-                   {"reference_link", {{"kind", LinkKindName(op.reference_link)},
+                   {"reference_link",
+                    op.required ? json{{"kind", LinkKindName(op.reference_link)},
                                        {"methods", ref_methods},
-                                       {"note", op.reference_note}}},
+                                       {"note", op.reference_note}}
+                                : json(nullptr)},
                    {"link", {{"kind", LinkKindName(op.link)}, {"methods", bp_methods}}},
                    {"inputs", op.inputs},
                    {"outputs", op.outputs},

@@ -11,6 +11,13 @@
 namespace backplane::catalog {
 namespace {
 
+bool InSeedSurface(const MethodInfo& m) {
+  for (const SurfaceInfo& s : Surfaces()) {
+    if (s.name == m.surface) return s.in_seed;
+  }
+  return false;
+}
+
 TEST(Catalog, SeedSurfacesAndMethodCounts) {
   // The seed's "Embedded surfaces" table.
   const std::map<std::string, int> seed = {
@@ -84,9 +91,11 @@ TEST(Catalog, ReferenceLinkKindCounts) {
 
 TEST(Catalog, LinksNameExistingMethods) {
   for (const OpInfo& op : Ops()) {
-    switch (op.reference_link) {
+    switch (op.required ? op.reference_link : LinkKind::Direct) {
       case LinkKind::Direct:
-        EXPECT_EQ(op.reference_methods.size(), 1u) << op.id;
+        if (op.required) {
+          EXPECT_EQ(op.reference_methods.size(), 1u) << op.id;
+        }
         break;
       case LinkKind::Composite:
         EXPECT_GE(op.reference_methods.size(), 2u) << op.id;
@@ -118,7 +127,7 @@ TEST(Catalog, SeedBackendOnlyMethods) {
   }
   std::set<std::string> backend_only;
   for (const MethodInfo& m : Methods()) {
-    if (!linked.contains(m.id)) backend_only.insert(m.QualifiedName());
+    if (InSeedSurface(m) && !linked.contains(m.id)) backend_only.insert(m.QualifiedName());
   }
   EXPECT_EQ(backend_only.size(), 88u);
   EXPECT_EQ(linked.size(), 63u);
@@ -134,6 +143,7 @@ TEST(Catalog, SeedBackendOnlyMethods) {
       "Normalization.InstanceNorm", "Normalization.BatchNormEval", "Embedding.Bag",
       "RoPE.RoPEPairs",    "Causal.Cholesky"};
   for (const MethodInfo& m : Methods()) {
+    if (!InSeedSurface(m)) continue;
     const std::string name = m.QualifiedName();
     bool expected;
     if (whole.contains(std::string(m.surface))) {
@@ -200,6 +210,70 @@ TEST(Catalog, AttributesParse) {
     std::set<std::string> names;
     for (const AttrSpec& a : o.attrs) EXPECT_TRUE(names.insert(a.name).second) << o.id << "." << a.name;
   }
+}
+
+}  // namespace
+}  // namespace backplane::catalog
+
+namespace backplane::catalog {
+namespace {
+
+// Backplane closes the seed's "Gaps for R1": every required compute op reaches a Backend method,
+// and every Backend method has an operation ID.
+TEST(Catalog, EveryRequiredComputeOpReachesTheBackend) {
+  for (const OpInfo& op : Ops()) {
+    if (op.reference_link == LinkKind::GraphOnly && op.required) {
+      EXPECT_EQ(op.link, LinkKind::GraphOnly) << op.id;
+      continue;
+    }
+    EXPECT_TRUE(op.link == LinkKind::Direct || op.link == LinkKind::Composite)
+        << op.id << " has Backplane link " << LinkKindName(op.link);
+  }
+}
+
+TEST(Catalog, EveryMethodHasAnOperationId) {
+  std::set<MethodId> linked;
+  for (const OpInfo& op : Ops()) linked.insert(op.methods.begin(), op.methods.end());
+  for (const MethodInfo& m : Methods()) {
+    EXPECT_TRUE(linked.contains(m.id)) << m.QualifiedName() << " has no operation ID";
+  }
+}
+
+TEST(Catalog, ExtendedOpsCoverTheSeedBackendOnlyMethods) {
+  int extended = 0;
+  std::set<MethodId> extended_targets;
+  for (const OpInfo& op : Ops()) {
+    if (op.required) continue;
+    ++extended;
+    EXPECT_EQ(op.required_index, -1) << op.id;
+    EXPECT_NE(op.id.find('.'), std::string::npos) << op.id;
+    ASSERT_EQ(op.methods.size(), 1u) << op.id;
+    extended_targets.insert(op.methods[0]);
+  }
+  EXPECT_EQ(extended, 88);
+  std::set<MethodId> seed_linked;
+  for (const OpInfo& op : Ops()) {
+    if (op.required) seed_linked.insert(op.reference_methods.begin(), op.reference_methods.end());
+  }
+  for (const MethodInfo& m : Methods()) {
+    if (InSeedSurface(m) && !seed_linked.contains(m.id)) {
+      EXPECT_TRUE(extended_targets.contains(m.id)) << m.QualifiedName();
+    }
+  }
+}
+
+TEST(Catalog, ExtensionSurfaces) {
+  const std::map<std::string, int> expected = {
+      {"Shape", 9}, {"Optimizer", 12}, {"Gradients", 2}, {"MathExt", 6}, {"PointProcess", 1}};
+  std::map<std::string, int> got;
+  for (const SurfaceInfo& s : Surfaces()) {
+    if (!s.in_seed) got[std::string(s.name)] = s.method_count;
+  }
+  EXPECT_EQ(got, expected);
+  // Both spellings of the gradient ops reach the same method.
+  EXPECT_EQ(ResolveOp("train.grad.mse")->methods, FindOp("train.loss.mse_grad")->methods);
+  EXPECT_EQ(FindOp("train.grad.cross_entropy")->methods,
+            FindOp("train.loss.cross_entropy_grad")->methods);
 }
 
 }  // namespace

@@ -45,8 +45,8 @@ TEST(Inventory, JsonHasTheStableKeys) {
   const int implemented = j["backplane"]["implemented"]["cpu"];
   const size_t missing = j["backplane"]["not_implemented"].size();
   EXPECT_EQ(implemented + missing, Methods().size());
-  EXPECT_TRUE(j["backplane"]["registry_only_required_ops"].is_number_integer());
-  EXPECT_TRUE(j["backplane"]["methods_without_op_id"].is_number_integer());
+  EXPECT_EQ(j["backplane"]["registry_only_required_ops"], 0);
+  EXPECT_EQ(j["backplane"]["methods_without_op_id"], 0);
   for (const auto& name : j["backplane"]["not_implemented"]) {
     EXPECT_NE(FindMethod(name.get<std::string>()), nullptr) << name;
   }

@@ -30,9 +30,14 @@
 #include "backplane/backend/matmul.hpp"
 #include "backplane/backend/dropout.hpp"
 #include "backplane/backend/quant.hpp"
+#include "backplane/backend/shape.hpp"
+#include "backplane/backend/optimizer.hpp"
+#include "backplane/backend/gradients.hpp"
+#include "backplane/backend/math_ext.hpp"
+#include "backplane/backend/point_process.hpp"
 
-// X(Surface, METHOD_LIST_MACRO) for every surface, in the seed's order.
-#define BP_SURFACES(X) \
+// X(Surface, METHOD_LIST_MACRO) for the seed's 25 surfaces, in the seed's order.
+#define BP_SEED_SURFACES(X) \
   X(Activation, BP_SURFACE_ACTIVATION) \
   X(Physics, BP_SURFACE_PHYSICS) \
   X(Causal, BP_SURFACE_CAUSAL) \
@@ -58,6 +63,16 @@
   X(Matmul, BP_SURFACE_MATMUL) \
   X(Dropout, BP_SURFACE_DROPOUT) \
   X(Quant, BP_SURFACE_QUANT)
+
+// Surfaces Backplane adds to close the seed's "Gaps for R1".
+#define BP_EXTENSION_SURFACES(X) \
+  X(Shape, BP_SURFACE_SHAPE) \
+  X(Optimizer, BP_SURFACE_OPTIMIZER) \
+  X(Gradients, BP_SURFACE_GRADIENTS) \
+  X(MathExt, BP_SURFACE_MATH_EXT) \
+  X(PointProcess, BP_SURFACE_POINT_PROCESS)
+
+#define BP_SURFACES(X) BP_SEED_SURFACES(X) BP_EXTENSION_SURFACES(X)
 
 // X(Surface, Method, Family, DTypes) for every method of every surface.
 #define BP_ALL_METHODS(X) \
@@ -85,7 +100,12 @@
   BP_SURFACE_DOT(X) \
   BP_SURFACE_MATMUL(X) \
   BP_SURFACE_DROPOUT(X) \
-  BP_SURFACE_QUANT(X)
+  BP_SURFACE_QUANT(X) \
+  BP_SURFACE_SHAPE(X) \
+  BP_SURFACE_OPTIMIZER(X) \
+  BP_SURFACE_GRADIENTS(X) \
+  BP_SURFACE_MATH_EXT(X) \
+  BP_SURFACE_POINT_PROCESS(X)
 
 namespace backplane {
 
@@ -120,6 +140,11 @@ class Backend {
   virtual MatmulSurface& Matmul() = 0;
   virtual DropoutSurface& Dropout() = 0;
   virtual QuantSurface& Quant() = 0;
+  virtual ShapeSurface& Shape() = 0;
+  virtual OptimizerSurface& Optimizer() = 0;
+  virtual GradientsSurface& Gradients() = 0;
+  virtual MathExtSurface& MathExt() = 0;
+  virtual PointProcessSurface& PointProcess() = 0;
 };
 
 }  // namespace backplane

@@ -380,3 +380,147 @@
       const void *predictionError, void *output, int64_t outDim, int64_t inDim, DType dtype
 #define BP_ARGS_PredictiveUpdate \
   config, weights, representation, predictionError, output, outDim, inDim, dtype
+
+// ==== Surfaces added by Backplane (closing the seed's "Gaps for R1") ==============================
+
+// ---- Shape: byte movers, any dtype (packed Int4/Bool handled element by element) ---------------
+#define BP_RET_Reshape void
+#define BP_PARAMS_Reshape                                                                      \
+  const void *src, void *dst, const int64_t *inShape, int64_t inRank, const int64_t *outShape, \
+      int64_t outRank, DType dtype
+#define BP_ARGS_Reshape src, dst, inShape, inRank, outShape, outRank, dtype
+
+#define BP_RET_Transpose void
+#define BP_PARAMS_Transpose                                                             \
+  const void *src, void *dst, const int64_t *shape, int64_t rank, const int64_t *perm, \
+      DType dtype
+#define BP_ARGS_Transpose src, dst, shape, rank, perm, dtype
+
+// inputs[i] has shape shapes[i*rank .. (i+1)*rank); all agree except along axis.
+#define BP_RET_Concat void
+#define BP_PARAMS_Concat                                                                      \
+  const void *const *inputs, const int64_t *shapes, int64_t inputCount, int64_t rank,        \
+      int64_t axis, void *dst, DType dtype
+#define BP_ARGS_Concat inputs, shapes, inputCount, rank, axis, dst, dtype
+
+// outputs[i] receives sizes[i] entries along axis; the sizes add up to shape[axis].
+#define BP_RET_Split void
+#define BP_PARAMS_Split                                                                      \
+  const void *src, const int64_t *shape, int64_t rank, int64_t axis, const int64_t *sizes,  \
+      int64_t outputCount, void *const *outputs, DType dtype
+#define BP_ARGS_Split src, shape, rank, axis, sizes, outputCount, outputs, dtype
+
+#define BP_RET_UpsampleNearest2D void
+#define BP_PARAMS_UpsampleNearest2D                                                           \
+  const UpsampleConfig &config, const void *src, void *dst, int64_t batch, int64_t channels, \
+      int64_t inH, int64_t inW, int64_t outH, int64_t outW, DType dtype
+#define BP_ARGS_UpsampleNearest2D config, src, dst, batch, channels, inH, inW, outH, outW, dtype
+
+#define BP_RET_HeadsLayout void
+#define BP_PARAMS_HeadsLayout                                                                \
+  const void *src, void *dst, int64_t batch, int64_t seq, int64_t heads, int64_t headDim,   \
+      DType dtype
+#define BP_ARGS_HeadsLayout src, dst, batch, seq, heads, headDim, dtype
+
+#define BP_RET_LastToken void
+#define BP_PARAMS_LastToken \
+  const void *src, void *dst, int64_t batch, int64_t seq, int64_t features, DType dtype
+#define BP_ARGS_LastToken src, dst, batch, seq, features, dtype
+
+// NumPy basic slicing per axis: starts/ends/steps have `rank` entries (negative indices count
+// from the end, out-of-range bounds clamp, steps may be negative, never 0).
+#define BP_RET_Slice void
+#define BP_PARAMS_Slice                                                                      \
+  const void *src, void *dst, const int64_t *shape, int64_t rank, const int64_t *starts,    \
+      const int64_t *ends, const int64_t *steps, DType dtype
+#define BP_ARGS_Slice src, dst, shape, rank, starts, ends, steps, dtype
+
+// ---- Optimizer: params/grads in `dtype`; state in f32 (f64 when dtype is f64); the step
+// counter is incremented by every call before use (the first call sees step 1). -------------------
+#define BP_RET_AdamStep void
+#define BP_PARAMS_AdamStep                                                                   \
+  const AdamConfig &config, void *params, const void *grads, void *m, void *v, int64_t *step, \
+      int64_t count, DType dtype
+#define BP_ARGS_AdamStep config, params, grads, m, v, step, count, dtype
+
+#define BP_RET_SGDStep void
+#define BP_PARAMS_SGDStep                                                                   \
+  const SGDConfig &config, void *params, const void *grads, void *momentumBuffer,          \
+      int64_t *step, int64_t count, DType dtype
+#define BP_ARGS_SGDStep config, params, grads, momentumBuffer, step, count, dtype
+
+#define BP_RET_LionStep void
+#define BP_PARAMS_LionStep                                                                   \
+  const LionConfig &config, void *params, const void *grads, void *m, int64_t *step,        \
+      int64_t count, DType dtype
+#define BP_ARGS_LionStep config, params, grads, m, step, count, dtype
+
+#define BP_RET_RMSpropStep void
+#define BP_PARAMS_RMSpropStep                                                                \
+  const RMSpropConfig &config, void *params, const void *grads, void *squareAvg, void *gradAvg, \
+      void *momentumBuffer, int64_t *step, int64_t count, DType dtype
+#define BP_ARGS_RMSpropStep \
+  config, params, grads, squareAvg, gradAvg, momentumBuffer, step, count, dtype
+
+#define BP_RET_HebbianStep void
+#define BP_PARAMS_HebbianStep \
+  const HebbianConfig &config, void *params, const void *signal, int64_t count, DType dtype
+#define BP_ARGS_HebbianStep config, params, signal, count, dtype
+
+#define BP_RET_LARSStep void
+#define BP_PARAMS_LARSStep                                                                  \
+  const LARSConfig &config, void *params, const void *grads, void *momentumBuffer,         \
+      int64_t *step, int64_t count, DType dtype
+#define BP_ARGS_LARSStep config, params, grads, momentumBuffer, step, count, dtype
+
+#define BP_RET_AdagradStep void
+#define BP_PARAMS_AdagradStep                                                                \
+  const AdagradConfig &config, void *params, const void *grads, void *sum, int64_t *step,   \
+      int64_t count, DType dtype
+#define BP_ARGS_AdagradStep config, params, grads, sum, step, count, dtype
+
+#define BP_RET_AdadeltaStep void
+#define BP_PARAMS_AdadeltaStep                                                               \
+  const AdadeltaConfig &config, void *params, const void *grads, void *squareAvg,           \
+      void *accDelta, int64_t *step, int64_t count, DType dtype
+#define BP_ARGS_AdadeltaStep config, params, grads, squareAvg, accDelta, step, count, dtype
+
+#define BP_RET_LBFGSStep void
+#define BP_PARAMS_LBFGSStep                                                                  \
+  const LBFGSConfig &config, void *params, const void *grads, const LBFGSState &state,      \
+      int64_t count, DType dtype
+#define BP_ARGS_LBFGSStep config, params, grads, state, count, dtype
+
+// ---- Gradients -----------------------------------------------------------------------------------
+#define BP_RET_MSEGrad void
+#define BP_PARAMS_MSEGrad \
+  const void *predictions, const void *targets, void *grad, int64_t count, DType dtype
+#define BP_ARGS_MSEGrad predictions, targets, grad, count, dtype
+
+#define BP_RET_CrossEntropyGrad void
+#define BP_PARAMS_CrossEntropyGrad                                                           \
+  const void *logits, const int32_t *targets, void *grad, int64_t batch, int64_t classes,   \
+      DType dtype
+#define BP_ARGS_CrossEntropyGrad logits, targets, grad, batch, classes, dtype
+
+// ---- MathExt -------------------------------------------------------------------------------------
+#define BP_RET_Outer void
+#define BP_PARAMS_Outer \
+  const void *left, const void *right, void *out, int64_t rows, int64_t cols, DType dtype
+#define BP_ARGS_Outer left, right, out, rows, cols, dtype
+
+#define BP_RET_RowReduce void
+#define BP_PARAMS_RowReduce const void *src, void *dst, int64_t rows, int64_t cols, DType dtype
+#define BP_ARGS_RowReduce src, dst, rows, cols, dtype
+
+#define BP_RET_InvSqrtDimScale void
+#define BP_PARAMS_InvSqrtDimScale \
+  void *dst, const void *src, int64_t count, int64_t dim, DType dtype
+#define BP_ARGS_InvSqrtDimScale dst, src, count, dim, dtype
+
+// ---- PointProcess --------------------------------------------------------------------------------
+#define BP_RET_HawkesSimulate void
+#define BP_PARAMS_HawkesSimulate                                                             \
+  const HawkesSimulateConfig &config, void *times, int64_t capacity, int64_t *eventCount,   \
+      DType dtype
+#define BP_ARGS_HawkesSimulate config, times, capacity, eventCount, dtype

@@ -1,0 +1,28 @@
+// Backend surface MathExt (6 methods, added by Backplane): math helpers the IR needs.
+#pragma once
+
+#include <cstdint>
+
+#include "backplane/backend/families.hpp"
+#include "backplane/dtype.hpp"
+
+namespace backplane {
+
+// X(Surface, Method, Family, accepted DTypes)
+#define BP_SURFACE_MATH_EXT(X)                                   \
+  X(MathExt, Sin, Unary, kFloatDTypes)                           \
+  X(MathExt, Cos, Unary, kFloatDTypes)                           \
+  X(MathExt, Sign, Unary, kFloatDTypes)                          \
+  X(MathExt, Outer, Outer, kFloatDTypes)                         \
+  X(MathExt, LogSumExp, RowReduce, kFloatDTypes)                 \
+  X(MathExt, InvSqrtDimScale, InvSqrtDimScale, kFloatDTypes)
+
+class MathExtSurface {
+ public:
+  virtual ~MathExtSurface() = default;
+#define BP_DECLARE_PURE(S, M, F, D) virtual BP_RET_##F M(BP_PARAMS_##F) = 0;
+  BP_SURFACE_MATH_EXT(BP_DECLARE_PURE)
+#undef BP_DECLARE_PURE
+};
+
+}  // namespace backplane
