@@ -74,5 +74,11 @@ class DTypeSet {
 
 inline constexpr DTypeSet kFloatDTypes{DType::Float32, DType::Float64, DType::Float16,
                                        DType::BFloat16};
+// Every valid dtype.
+inline constexpr DTypeSet kAnyDType = DTypeSet::FromBits(((1u << kDTypeCount) - 1u) & ~1u);
+// Every dtype whose elements are real numbers (complex excluded).
+inline constexpr DTypeSet kRealDTypes = DTypeSet::FromBits(
+    kAnyDType.bits() & ~(1u << static_cast<unsigned>(DType::Complex64)) &
+    ~(1u << static_cast<unsigned>(DType::Complex128)));
 
 }  // namespace backplane

@@ -17,8 +17,6 @@ struct UpsampleConfig {
   double ScaleW = 0.0;
 };
 
-inline constexpr DTypeSet kAnyDType = DTypeSet::FromBits(((1u << kDTypeCount) - 1u) & ~1u);
-
 // X(Surface, Method, Family, accepted DTypes)
 #define BP_SURFACE_SHAPE(X)                          \
   X(Shape, Reshape, Reshape, kAnyDType)              \

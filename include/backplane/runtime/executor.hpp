@@ -1,0 +1,69 @@
+// Verification and execution of a graph on one Backend.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backplane/backend/backend.hpp"
+#include "backplane/ir/graph.hpp"
+#include "backplane/runtime/op_registry.hpp"
+
+namespace backplane::runtime {
+
+struct VerifiedGraph {
+  std::vector<size_t> order;                  // node indices in execution order
+  std::map<std::string, TensorType> types;    // every value: inputs, params, node outputs
+  std::map<std::string, int64_t> symbols;     // symbolic dimension bindings used
+};
+
+// Checks names, arity, cycles, dtype and shape rules and attributes; throws Error naming the node
+// (and its position "$.nodes[i]"). Symbolic input dimensions take the sizes in `input_shapes`
+// when given, otherwise a placeholder size of 2.
+VerifiedGraph VerifyGraph(const ir::Graph& graph,
+                          const std::map<std::string, Shape>& input_shapes = {});
+
+struct ExecutorOptions {
+  bool check_finite_params = false;  // throw when a parameter holds NaN/Inf after loading
+};
+
+class Executor {
+ public:
+  Executor(ir::Graph graph, Backend& backend, ExecutorOptions options = {});
+
+  // Runs the graph once. Inputs are matched to the graph inputs by name (dtype and shape are
+  // checked, symbolic dimensions bound); returns the graph outputs by name. Parameters and node
+  // state persist across runs.
+  std::map<std::string, Tensor> Run(const std::map<std::string, Tensor>& inputs);
+
+  // Replaces parameters by name (dtype and shape must match); unknown names throw.
+  void LoadParams(const std::map<std::string, Tensor>& tensors);
+  // Parameters by name plus node state as "<node>/<key>".
+  std::map<std::string, Tensor> SaveParams() const;
+  // Loads node state saved by SaveParams ("<node>/<key>" entries); other entries are ignored.
+  void LoadState(const std::map<std::string, Tensor>& tensors);
+
+  ParameterStore& params() { return params_; }
+  const ir::Graph& graph() const { return graph_; }
+  // Number of distinct buffers the last plan allocated for node outputs (reuse makes it smaller
+  // than the number of values).
+  int64_t planned_buffers() const { return planned_buffers_; }
+
+ private:
+  void Plan(const std::map<std::string, Shape>& input_shapes);
+
+  ir::Graph graph_;
+  Backend& backend_;
+  ExecutorOptions options_;
+  ParameterStore params_;
+  std::vector<NodeState> node_state_;
+  std::map<std::string, Shape> planned_shapes_;
+  bool planned_ = false;
+  VerifiedGraph verified_;
+  std::map<std::string, TensorType> param_types_;
+  std::vector<std::vector<std::string>> release_after_;  // per step: values dead afterwards
+  int64_t planned_buffers_ = 0;
+};
+
+}  // namespace backplane::runtime

@@ -1,0 +1,66 @@
+// A host tensor: dtype, shape and a shared, 64-byte aligned buffer of dense row-major storage.
+// Copies share storage (like torch.Tensor); Clone() copies the bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backplane/dtype.hpp"
+
+namespace backplane {
+
+using Shape = std::vector<int64_t>;
+
+// Number of elements of a shape (1 for rank 0); throws InvalidArgument on a negative dim.
+int64_t NumElements(std::span<const int64_t> shape);
+std::string ShapeToString(std::span<const int64_t> shape);  // "[2, 3]"
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-initialised storage.
+  Tensor(DType dtype, Shape shape);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t axis) const;  // negative axes count from the end
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return DTypeStorageBytes(dtype_, numel_); }
+  bool defined() const { return dtype_ != DType::Invalid; }
+
+  void* data() { return storage_ ? storage_.get() : nullptr; }
+  const void* data() const { return storage_ ? storage_.get() : nullptr; }
+  template <class T>
+  T* data_as() { return static_cast<T*>(data()); }
+  template <class T>
+  const T* data_as() const { return static_cast<const T*>(data()); }
+
+  // Same storage, new shape with the same element count.
+  Tensor Reshaped(Shape shape) const;
+  Tensor Clone() const;
+  bool SharesStorageWith(const Tensor& other) const { return storage_ == other.storage_; }
+  // How many tensors share this storage (for buffer reuse in the executor).
+  long StorageUseCount() const { return storage_.use_count(); }
+  // A tensor of `dtype`/`shape` on the storage of `donor`, which must be large enough.
+  static Tensor WithStorageOf(const Tensor& donor, DType dtype, Shape shape);
+
+  // Floating tensors only: element i as double, and the reverse (rounded to the dtype). Integer
+  // dtypes convert exactly where representable. Convenience for tests, I/O and metrics.
+  double GetDouble(int64_t i) const;
+  void SetDouble(int64_t i, double value);
+  std::vector<double> ToDoubles() const;
+  static Tensor FromDoubles(DType dtype, Shape shape, std::span<const double> values);
+
+ private:
+  DType dtype_ = DType::Invalid;
+  Shape shape_;
+  int64_t numel_ = 0;
+  std::shared_ptr<std::byte[]> storage_;
+};
+
+}  // namespace backplane

@@ -1,0 +1,20 @@
+// Registration of the graph-level lowerings, one function per domain file in this folder.
+#pragma once
+
+#include "backplane/runtime/op_registry.hpp"
+
+namespace backplane::runtime::ops {
+
+void RegisterGraphOps(OpRegistry& registry);        // Input, Fused, bench.*, model.*
+void RegisterActivationOps(OpRegistry& registry);   // activation.*
+void RegisterMathOps(OpRegistry& registry);         // math.*, reduction.*, elementwise.*
+void RegisterNnOps(OpRegistry& registry);           // attention, masking, positional, embedding,
+                                                    // convolution, pooling, projection
+void RegisterShapeOps(OpRegistry& registry);        // shape.*
+void RegisterTrainOps(OpRegistry& registry);        // train.loss.*, train.optimizer.*
+void RegisterResearchOps(OpRegistry& registry);     // hawkes, vsa, active_inference,
+                                                    // predictive_coding, markov_blanket, causal,
+                                                    // physics, pospop
+void RegisterSamplingQuantOps(OpRegistry& registry);  // sampling.*, quant.*
+
+}  // namespace backplane::runtime::ops
