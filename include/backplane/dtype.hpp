@@ -68,7 +68,10 @@ class DTypeSet {
   }
 
  private:
-  static constexpr uint32_t Bit(DType d) { return 1u << static_cast<unsigned>(d); }
+  static constexpr uint32_t Bit(DType d) {
+    const auto v = static_cast<unsigned>(d);
+    return v < 32 ? 1u << v : 0u;
+  }
   uint32_t bits_ = 0;
 };
 

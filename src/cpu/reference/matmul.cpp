@@ -1,8 +1,99 @@
-// Scalar reference kernels for the Matmul surface.
+// Scalar reference kernel for the Matmul surface: C[rows, cols] = A[rows, inner] * B[inner, cols],
+// all row-major. Semantics: docs/semantics/matmul.md.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cpu/reference/common.hpp"
 #include "cpu/reference/reference.hpp"
 
 namespace backplane::cpu::ref {
+namespace matmul {
+namespace {
 
-void RegisterMatmul(KernelTable& table) { (void)table; }
+constexpr std::string_view kOp = "Matmul.Matmul";
+
+// a * b for non-negative sizes; throws instead of overflowing int64.
+int64_t CheckedProduct(std::string_view arg, int64_t a, int64_t b) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    ThrowInvalidArgument(kOp, arg, "representable in int64",
+                         std::to_string(a) + " * " + std::to_string(b) + " overflows");
+  }
+  return product;
+}
+
+// double -> float rounding to odd: truncate toward zero, then set the last bit if the value was
+// inexact. Rounding that float to nearest-even in a format with at most 22 significand bits (f16,
+// bf16) then gives the correctly rounded result of the double: one rounding, not two.
+float RoundToOddF32(double value) {
+  float f = static_cast<float>(value);
+  if (std::isnan(value) || static_cast<double>(f) == value) return f;
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) --bits;  // rounded away from zero
+  return std::bit_cast<float>(bits | 1u);
+}
+
+// Stores a double result in the storage format with a single rounding.
+void StoreRoundedOnce(void* out, int64_t i, DType dtype, double value) {
+  switch (dtype) {
+    case DType::Float64:
+      static_cast<double*>(out)[i] = value;
+      return;
+    case DType::Float32:
+      static_cast<float*>(out)[i] = static_cast<float>(value);
+      return;
+    case DType::Float16:
+      static_cast<uint16_t*>(out)[i] = F32ToF16(RoundToOddF32(value));
+      return;
+    case DType::BFloat16:
+      static_cast<uint16_t*>(out)[i] = F32ToBF16(RoundToOddF32(value));
+      return;
+    default:
+      break;
+  }
+  throw Error(ErrorCode::Internal, kOp, "not a floating storage format");
+}
+
+}  // namespace
+
+// Every output element is a dot product accumulated in f64 in k order and rounded once to the
+// storage format. `out` is always overwritten (inner == 0 gives zeros). The whole product is
+// computed before `out` is written, so `out` may alias an operand.
+void Matmul(void* out, const void* left, const void* right, int64_t rows, int64_t inner,
+            int64_t cols, DType dtype) {
+  CheckDType(kOp, "dtype", dtype, kFloatDTypes);
+  CheckNonNegative(kOp, "rows", rows);
+  CheckNonNegative(kOp, "inner", inner);
+  CheckNonNegative(kOp, "cols", cols);
+  const int64_t left_count = CheckedProduct("rows*inner", rows, inner);
+  const int64_t right_count = CheckedProduct("inner*cols", inner, cols);
+  const int64_t out_count = CheckedProduct("rows*cols", rows, cols);
+  CheckPointer(kOp, "out", out, out_count);
+  CheckPointer(kOp, "left", left, left_count);
+  CheckPointer(kOp, "right", right, right_count);
+
+  const std::vector<double> a = Widen<double>(left, left_count, dtype);
+  const std::vector<double> b = Widen<double>(right, right_count, dtype);
+  std::vector<double> c(static_cast<size_t>(out_count), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cols; ++j) {
+      double acc = 0.0;
+      for (int64_t k = 0; k < inner; ++k) {
+        acc += a[static_cast<size_t>(r * inner + k)] * b[static_cast<size_t>(k * cols + j)];
+      }
+      c[static_cast<size_t>(r * cols + j)] = acc;
+    }
+  }
+  for (int64_t i = 0; i < out_count; ++i)
+    StoreRoundedOnce(out, i, dtype, c[static_cast<size_t>(i)]);
+}
+
+}  // namespace matmul
+
+void RegisterMatmul(KernelTable& table) { table.Matmul_Matmul = &matmul::Matmul; }
 
 }  // namespace backplane::cpu::ref
