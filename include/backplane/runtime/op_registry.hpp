@@ -94,6 +94,11 @@ using RunFn =
 struct OpImpl {
   InferFn infer;
   RunFn run;
+  // Keys of the persistent NodeState tensors, in order (e.g. {"m", "v", "step"} for Adam).
+  // `backplane op` exposes them as extra inputs and outputs after the catalog's own, so a script
+  // can carry optimizer state across calls. Every listed key must exist in state.tensors after
+  // the first run.
+  std::vector<std::string> state = {};
 };
 
 class OpRegistry {

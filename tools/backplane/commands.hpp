@@ -1,0 +1,15 @@
+// Subcommands of the backplane tool. Each Add* registers one subcommand whose callback does the
+// work; errors are thrown as backplane::Error and reported by main.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace backplane::cli {
+
+void AddInfoCommand(CLI::App& app);
+void AddInventoryCommand(CLI::App& app);
+void AddRunCommand(CLI::App& app);
+void AddOpCommand(CLI::App& app);
+void AddTrainCommand(CLI::App& app);
+
+}  // namespace backplane::cli

@@ -1,0 +1,36 @@
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "backplane/cpu_info.hpp"
+#include "commands.hpp"
+
+namespace backplane::cli {
+
+void AddInfoCommand(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("info", "Library version, CPU, SIMD targets, threads, BLAS");
+  cmd->callback([] {
+    const CpuInfo cpu = QueryCpuInfo();
+    fmt::print("backplane {}\n", BACKPLANE_VERSION);
+    fmt::print("cpu: {}\n", cpu.model);
+    std::string features;
+    for (const std::string& f : cpu.features) features += (features.empty() ? "" : " ") + f;
+    fmt::print("isa features: {}\n", features.empty() ? "(none detected)" : features);
+    std::string compiled, supported;
+    for (const SimdTarget& t : cpu.targets) {
+      if (t.compiled) compiled += (compiled.empty() ? "" : " ") + t.name;
+      if (t.compiled && t.supported) supported += (supported.empty() ? "" : " ") + t.name;
+    }
+    fmt::print("simd targets compiled: {}\n", compiled);
+    fmt::print("simd targets supported here: {}\n", supported);
+    fmt::print("simd target selected: {}\n", cpu.selected);
+    const char* env_threads = std::getenv("BACKPLANE_NUM_THREADS");
+    fmt::print("threads: {} (hardware {}{})\n",
+               env_threads ? env_threads : std::to_string(cpu.hardware_threads), cpu.hardware_threads,
+               env_threads ? ", set by BACKPLANE_NUM_THREADS" : "");
+    fmt::print("blas: none linked (dense GEMM runs the scalar reference)\n");
+  });
+}
+
+}  // namespace backplane::cli

@@ -1,0 +1,90 @@
+// backplane run GRAPH.json: run a graph (optionally several steps, e.g. training) from files.
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backplane/cpu/cpu_backend.hpp"
+#include "backplane/error.hpp"
+#include "backplane/io.hpp"
+#include "backplane/runtime/executor.hpp"
+#include "cli_util.hpp"
+#include "commands.hpp"
+
+namespace backplane::cli {
+namespace {
+
+struct RunOptions {
+  std::string graph;
+  std::vector<std::string> inputs;
+  std::string params;
+  std::vector<std::string> outputs;
+  int steps = 1;
+  std::string save_params;
+  bool check_finite = false;
+  bool quiet = false;
+};
+
+void Run(const RunOptions& o) {
+  ir::Graph graph = ir::ReadGraphFile(o.graph);
+  std::map<std::string, Tensor> inputs;
+  for (const std::string& text : o.inputs) {
+    const auto [name, file] = SplitAssignment("--input", text);
+    bool known = false;
+    for (const ir::ValueSpec& spec : graph.inputs) known = known || spec.name == name;
+    if (!known) ThrowInvalidArgument("backplane run", "--input", "a graph input name", "'" + name + "'");
+    inputs[name] = io::ReadNpy(file);
+  }
+  std::map<std::string, std::string> output_files;
+  for (const std::string& text : o.outputs) {
+    const auto [name, file] = SplitAssignment("--output", text);
+    bool known = false;
+    for (const std::string& out : graph.outputs) known = known || out == name;
+    if (!known) ThrowInvalidArgument("backplane run", "--output", "a graph output name", "'" + name + "'");
+    output_files[name] = file;
+  }
+  auto backend = cpu::CreateBackend();
+  runtime::Executor executor(std::move(graph), *backend, {.check_finite_params = o.check_finite});
+  if (!o.params.empty()) {
+    const auto tensors = io::ReadSafetensors(o.params);
+    std::map<std::string, Tensor> params;
+    for (const auto& [name, t] : tensors) {
+      if (name.find('/') == std::string::npos) params[name] = t;
+    }
+    executor.LoadParams(params);
+    executor.LoadState(tensors);
+  }
+  std::map<std::string, Tensor> results;
+  for (int step = 1; step <= o.steps; ++step) {
+    results = executor.Run(inputs);
+    if (o.quiet) continue;
+    std::string line = o.steps > 1 ? fmt::format("step {}:", step) : "";
+    for (const auto& [name, t] : results) {
+      line += fmt::format("{}{} {}", line.empty() ? "" : " ", name, Summarize(t));
+    }
+    fmt::print("{}\n", line);
+  }
+  for (const auto& [name, file] : output_files) io::WriteNpy(file, results.at(name));
+  if (!o.save_params.empty()) io::WriteSafetensors(o.save_params, executor.SaveParams());
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a graph file on the CPU backend");
+  cmd->add_option("graph", o->graph, "Graph file (JSON)")->required();
+  cmd->add_option("--input", o->inputs, "NAME=FILE.npy for a graph input (repeatable)");
+  cmd->add_option("--params", o->params, "Parameters (and optimizer state) from a .safetensors file");
+  cmd->add_option("--output", o->outputs, "NAME=FILE.npy for a graph output (repeatable)");
+  cmd->add_option("--steps", o->steps, "Run the graph this many times (training steps)")
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--save-params", o->save_params, "Write parameters and state to a .safetensors file");
+  cmd->add_flag("--check-finite", o->check_finite, "Reject parameters holding NaN or Inf");
+  cmd->add_flag("--quiet", o->quiet, "Print nothing per step");
+  cmd->callback([o] { Run(*o); });
+}
+
+}  // namespace backplane::cli
