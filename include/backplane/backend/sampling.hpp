@@ -10,7 +10,7 @@ namespace backplane {
 
 struct SamplingConfig {
   float Temperature = 1.0f;  // 0 means greedy
-  int64_t TopK = 0;          // <= 0 or > vocabSize: the whole vocabulary
+  int64_t TopK = 0;          // 0: the whole vocabulary; > vocabSize is clamped; < 0 throws
   float TopP = 1.0f;         // nucleus mass in (0, 1]
   uint64_t Seed = 0xFEEDFACE;
 };
