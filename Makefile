@@ -20,9 +20,18 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
+# The main job: train the digits classifier from its graph file, then print the inventory summary.
+DIGITS := $(BUILD)/examples/digits
 demo: build
 	$(BUILD)/backplane info
-	$(BUILD)/backplane inventory
+	/usr/bin/python3 examples/digits/prepare.py $(DIGITS)
+	$(BUILD)/backplane train examples/digits/train.json \
+	    --data x=$(DIGITS)/train_x.npy --data y=$(DIGITS)/train_y.npy \
+	    --epochs 15 --batch-size 32 --seed 1 \
+	    --eval examples/digits/eval.json \
+	    --eval-data x=$(DIGITS)/test_x.npy --eval-data onehot=$(DIGITS)/test_onehot.npy \
+	    --save-params $(DIGITS)/params.safetensors
+	$(BUILD)/backplane inventory --format summary
 
 # Regenerates the committed documents from the live catalog.
 docs: build

@@ -102,12 +102,12 @@ void Train(const TrainOptions& o) {
     trainer.LoadParams(params);
     trainer.LoadState(tensors);
   }
-  std::unique_ptr<runtime::Executor> evaluator;
+  std::unique_ptr<ir::Graph> eval_graph;
   std::map<std::string, Tensor> eval_data;
   if (!o.eval_graph.empty()) {
-    ir::Graph eval = ir::ReadGraphFile(o.eval_graph);
-    eval_data = LoadData("--eval-data", o.eval_data, eval);
-    evaluator = std::make_unique<runtime::Executor>(std::move(eval), *backend);
+    eval_graph = std::make_unique<ir::Graph>(ir::ReadGraphFile(o.eval_graph));
+    eval_data = LoadData("--eval-data", o.eval_data, *eval_graph);
+    runtime::VerifyGraph(*eval_graph);  // fail before training, not after the first epoch
   }
   const int64_t samples = data.begin()->second.shape()[0];
   const size_t batches = static_cast<size_t>((samples + o.batch_size - 1) / o.batch_size);
@@ -137,13 +137,15 @@ void Train(const TrainOptions& o) {
     if (tty) fmt::print(stderr, "\n");
     std::string line = fmt::format("epoch {}/{}: train {} {:.4f}", epoch, o.epochs, o.loss,
                                    loss_sum / static_cast<double>(std::max<int64_t>(seen, 1)));
-    if (evaluator) {
+    if (eval_graph) {
+      // A fresh executor per epoch, so running metrics cover this epoch's evaluation only.
+      runtime::Executor evaluator(*eval_graph, *backend);
       std::map<std::string, Tensor> params;
       for (const auto& [name, t] : trainer.params().tensors) {
-        if (evaluator->params().tensors.contains(name)) params[name] = t;
+        if (evaluator.params().tensors.contains(name)) params[name] = t;
       }
-      evaluator->LoadParams(params);
-      const auto results = evaluator->Run(eval_data);
+      evaluator.LoadParams(params);
+      const auto results = evaluator.Run(eval_data);
       for (const auto& [name, t] : results) {
         line += t.numel() == 1 ? fmt::format(", eval {} {:.4f}", name, t.GetDouble(0)) : fmt::format(", eval {} {}", name, Summarize(t));
       }
