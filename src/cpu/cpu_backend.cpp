@@ -1,7 +1,9 @@
 #include "backplane/cpu/cpu_backend.hpp"
 
+#include "backplane/cpu/targets.hpp"
 #include "backplane/error.hpp"
 #include "cpu/kernel_table.hpp"
+#include "cpu/kernels/simd.hpp"
 #include "cpu/reference/reference.hpp"
 
 namespace backplane::cpu {
@@ -51,10 +53,31 @@ class CpuBackend final : public Backend {
   const KernelTable* table_;
 };
 
+// Fast kernels where a surface has them, the reference elsewhere.
+const KernelTable& MergedTable() {
+  static const KernelTable table = [] {
+    KernelTable t = ref::Table();
+    const KernelTable& fast = simd::Table();
+#define BP_MERGE_SLOT(S, M, F, D) \
+  if (fast.S##_##M != nullptr) t.S##_##M = fast.S##_##M;
+    BP_ALL_METHODS(BP_MERGE_SLOT)
+#undef BP_MERGE_SLOT
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace
 
-std::unique_ptr<Backend> CreateBackend() { return std::make_unique<CpuBackend>(&ref::Table()); }
+std::unique_ptr<Backend> CreateBackend() {
+  ApplyTargetFromEnvironment();
+  return std::make_unique<CpuBackend>(&MergedTable());
+}
 
-bool Implements(catalog::MethodId id) { return ref::Table().Has(id); }
+std::unique_ptr<Backend> CreateReferenceBackend() { return std::make_unique<CpuBackend>(&ref::Table()); }
+
+bool Implements(catalog::MethodId id) { return ref::Table().Has(id) || simd::Table().Has(id); }
+
+bool HasFastKernel(catalog::MethodId id) { return simd::Table().Has(id); }
 
 }  // namespace backplane::cpu
