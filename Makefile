@@ -33,9 +33,10 @@ demo: build
 	    --save-params $(DIGITS)/params.safetensors
 	$(BUILD)/backplane inventory --format summary
 
-# Regenerates the committed documents from the live catalog.
+# Regenerates the committed documents from the live catalog and a conformance run on this machine.
 docs: build
 	$(BUILD)/backplane inventory --format md > docs/backend-inventory.md
+	$(BUILD)/backplane verify --write-docs docs
 
 clean:
 	rm -rf $(BUILD)

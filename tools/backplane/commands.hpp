@@ -11,5 +11,6 @@ void AddInventoryCommand(CLI::App& app);
 void AddRunCommand(CLI::App& app);
 void AddOpCommand(CLI::App& app);
 void AddTrainCommand(CLI::App& app);
+void AddVerifyCommand(CLI::App& app);
 
 }  // namespace backplane::cli

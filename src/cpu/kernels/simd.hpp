@@ -8,7 +8,10 @@
 
 namespace backplane::cpu::simd {
 
-void RegisterElementwise(KernelTable& table);
+// One per surface: src/cpu/kernels/<surface>.cpp registers the methods it accelerates.
+#define BP_DECLARE_SIMD_REGISTER(S, LIST) void Register##S(KernelTable& table);
+BP_SURFACES(BP_DECLARE_SIMD_REGISTER)
+#undef BP_DECLARE_SIMD_REGISTER
 
 // The fast kernels of this build (null slots where a surface has none).
 const KernelTable& Table();

@@ -6,7 +6,9 @@ namespace backplane::cpu::simd {
 const KernelTable& Table() {
   static const KernelTable table = [] {
     KernelTable t;
-    RegisterElementwise(t);
+#define BP_CALL_SIMD_REGISTER(S, LIST) Register##S(t);
+    BP_SURFACES(BP_CALL_SIMD_REGISTER)
+#undef BP_CALL_SIMD_REGISTER
     return t;
   }();
   return table;

@@ -1,0 +1,59 @@
+// The conformance matrix: every fast CPU kernel x every SIMD target this CPU runs x every dtype it
+// accepts, against the scalar reference on seeded random inputs at awkward sizes. Feeds
+// `backplane verify` and the generated matrices in docs/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backplane/catalog/catalog.hpp"
+
+namespace backplane::conformance {
+
+struct Cell {
+  std::string op;      // canonical operation ID
+  std::string method;  // "Surface.Method"
+  std::string device;  // "cpu"
+  std::string target;  // as in BACKPLANE_CPU_TARGET
+  std::string dtype;
+  std::string status;  // "verified", "failed" or "not_run"
+  double max_error = 0.0;  // worst |fast - reference| over all cases
+  std::string note;        // why not run, or the first failing case
+};
+
+struct Options {
+  bool quick = false;                // fewer and smaller sizes (for unit tests)
+  std::vector<std::string> targets;  // empty: every runnable target
+  std::string only_op;               // empty: every op
+};
+
+// Runs the matrix on this machine. Methods without a fast kernel give "not_run" cells.
+std::vector<Cell> RunCpuMatrix(const Options& options = {});
+
+// Sizes used for length-parameterised kernels: 0, 1, lanes +- 1 for every vector width, odd sizes
+// and one over 64 KiB of f32.
+std::vector<int64_t> ConformanceSizes(bool quick);
+
+nlohmann::json CellsToJson(const std::vector<Cell>& cells);
+std::vector<Cell> CellsFromJson(const nlohmann::json& json);
+
+// A verification record: the cells plus the machine that produced them.
+struct Record {
+  std::string cpu_model;
+  std::string date;
+  std::string command;
+  std::vector<std::string> targets;  // runnable here
+  std::vector<Cell> cells;
+};
+nlohmann::json RecordToJson(const Record& record);
+Record RecordFromJson(const nlohmann::json& json);
+
+// The generated documents (T1.3, T1.4, T1.5) from the catalog and a verification record.
+std::string CpuDispatchMatrixMarkdown(const Record& record);
+std::string DeviceBackendMatrixMarkdown(const Record& record);
+std::string BackendCoverageMarkdown(const Record& record);
+std::string CellsMarkdown(const std::vector<Cell>& cells);
+
+}  // namespace backplane::conformance

@@ -1,0 +1,9 @@
+// Highway kernels for the PointProcess surface: none yet, every method runs the scalar reference
+// (docs/cpu-dispatch-matrix.md shows it as "no SIMD kernel").
+#include "cpu/kernels/simd.hpp"
+
+namespace backplane::cpu::simd {
+
+void RegisterPointProcess(KernelTable& table) { (void)table; }
+
+}  // namespace backplane::cpu::simd

@@ -1,0 +1,79 @@
+// The conformance matrix: every fast kernel x every target this CPU runs x every accepted dtype
+// matches the scalar reference within the tolerance table.
+#include "backplane/conformance.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "backplane/cpu/cpu_backend.hpp"
+#include "backplane/cpu/targets.hpp"
+#include "backplane/error.hpp"
+
+namespace backplane::conformance {
+namespace {
+
+TEST(Conformance, EveryFastKernelMatchesTheReferenceOnEveryTarget) {
+  Options options;
+  options.quick = true;
+  const auto cells = RunCpuMatrix(options);
+  int verified = 0;
+  for (const Cell& c : cells) {
+    EXPECT_NE(c.status, "failed") << c.op << " " << c.target << " " << c.dtype << ": " << c.note;
+    verified += c.status == "verified" ? 1 : 0;
+    if (c.status == "not_run" && !c.method.empty()) {
+      const auto* m = catalog::FindMethod(c.method);
+      ASSERT_NE(m, nullptr);
+      // A registered fast kernel must have a runner: never silently unverified.
+      if (cpu::HasFastKernel(m->id) && m->dtypes.Contains(*DTypeFromName(c.dtype))) {
+        ADD_FAILURE() << c.op << " has a fast kernel but was not run: " << c.note;
+      }
+    }
+  }
+  EXPECT_GT(verified, 0);
+  RecordProperty("verified_cells", verified);
+}
+
+TEST(Conformance, ForcingATargetChangesDispatch) {
+  const auto targets = cpu::RunnableTargets();
+  ASSERT_FALSE(targets.empty());
+  for (const std::string& t : targets) {
+    cpu::ForceTarget(t);
+    EXPECT_EQ(cpu::SelectedTarget(), t);
+  }
+  cpu::ForceTarget("");
+  EXPECT_THROW(cpu::ForceTarget("mmx"), Error);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The committed matrices are what the generator prints for the committed verification record,
+// and the record covers exactly the fast kernels of this build.
+TEST(MatrixDocs, AreFreshAndCoverEveryFastKernel) {
+  const std::string dir = std::string(BACKPLANE_SOURCE_DIR) + "/docs/";
+  const std::string record_text = ReadFile(dir + "verify-cpu.json");
+  ASSERT_FALSE(record_text.empty()) << "docs/verify-cpu.json is missing; run `make docs`";
+  const Record record = RecordFromJson(nlohmann::json::parse(record_text));
+  EXPECT_EQ(ReadFile(dir + "cpu-dispatch-matrix.md"), CpuDispatchMatrixMarkdown(record)) << "run `make docs`";
+  EXPECT_EQ(ReadFile(dir + "device-backend-matrix.md"), DeviceBackendMatrixMarkdown(record)) << "run `make docs`";
+  EXPECT_EQ(ReadFile(dir + "backend-coverage.md"), BackendCoverageMarkdown(record)) << "run `make docs`";
+  std::set<std::string> recorded;
+  for (const Cell& c : record.cells) {
+    if (c.status != "not_run") recorded.insert(c.method);
+  }
+  std::set<std::string> fast;
+  for (const catalog::MethodInfo& m : catalog::Methods()) {
+    if (cpu::HasFastKernel(m.id)) fast.insert(m.QualifiedName());
+  }
+  EXPECT_EQ(recorded, fast) << "the verification record is stale; run `make docs`";
+}
+
+}  // namespace
+}  // namespace backplane::conformance

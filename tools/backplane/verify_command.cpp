@@ -1,0 +1,86 @@
+// backplane verify: run the conformance matrix here; optionally write the generated matrices.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "backplane/conformance.hpp"
+#include "backplane/cpu/targets.hpp"
+#include "backplane/cpu_info.hpp"
+#include "backplane/error.hpp"
+#include "commands.hpp"
+
+namespace backplane::cli {
+namespace {
+
+struct VerifyOptions {
+  std::string format = "md";
+  bool quick = false;
+  std::vector<std::string> targets;
+  std::string op;
+  std::string write_docs;
+};
+
+void WriteFile(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error(ErrorCode::InvalidArgument, path, "cannot write");
+    f << text;
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+int Verify(const VerifyOptions& o) {
+  conformance::Options options;
+  options.quick = o.quick;
+  options.targets = o.targets;
+  options.only_op = o.op;
+  const auto cells = conformance::RunCpuMatrix(options);
+  int failed = 0;
+  for (const auto& c : cells) failed += c.status == "failed" ? 1 : 0;
+  if (!o.write_docs.empty()) {
+    conformance::Record record;
+    record.cpu_model = QueryCpuInfo().model;
+    const std::time_t now = std::time(nullptr);
+    char date[16];
+    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+    record.date = date;
+    record.command = "backplane verify --write-docs docs";
+    record.targets = options.targets.empty() ? cpu::RunnableTargets() : options.targets;
+    record.cells = cells;
+    WriteFile(o.write_docs + "/verify-cpu.json", conformance::RecordToJson(record).dump(1) + "\n");
+    WriteFile(o.write_docs + "/cpu-dispatch-matrix.md", conformance::CpuDispatchMatrixMarkdown(record));
+    WriteFile(o.write_docs + "/device-backend-matrix.md", conformance::DeviceBackendMatrixMarkdown(record));
+    WriteFile(o.write_docs + "/backend-coverage.md", conformance::BackendCoverageMarkdown(record));
+  } else if (o.format == "json") {
+    std::cout << conformance::CellsToJson(cells).dump(1) << "\n";
+  } else {
+    std::cout << conformance::CellsMarkdown(cells);
+  }
+  if (failed > 0) {
+    std::cerr << fmt::format("backplane verify: {} cells failed\n", failed);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddVerifyCommand(CLI::App& app) {
+  auto o = std::make_shared<VerifyOptions>();
+  CLI::App* cmd = app.add_subcommand("verify", "Run the conformance matrix (fast kernels vs the scalar reference)");
+  cmd->add_option("--format", o->format, "Output format")->check(CLI::IsMember({"md", "json"}));
+  cmd->add_flag("--quick", o->quick, "Fewer, smaller sizes");
+  cmd->add_option("--target", o->targets, "Only these targets (repeatable)");
+  cmd->add_option("--op", o->op, "Only this operation ID");
+  cmd->add_option("--write-docs", o->write_docs, "Write the record and the three matrices into this folder");
+  cmd->callback([o] {
+    if (Verify(*o) != 0) throw Error(ErrorCode::Internal, "backplane verify", "conformance failures (see above)");
+  });
+}
+
+}  // namespace backplane::cli
