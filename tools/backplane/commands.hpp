@@ -12,5 +12,6 @@ void AddRunCommand(CLI::App& app);
 void AddOpCommand(CLI::App& app);
 void AddTrainCommand(CLI::App& app);
 void AddVerifyCommand(CLI::App& app);
+void AddBenchCommand(CLI::App& app);
 
 }  // namespace backplane::cli

@@ -1,0 +1,4 @@
+// Benchmarks of the LayerNorm surface (workloads in src/bench/workloads.cpp).
+#include "bench_support.hpp"
+
+static const bool registered = backplane::bench::RegisterSurface("LayerNorm");

@@ -1,0 +1,100 @@
+// Peak FMA throughput and memory bandwidth of one core, measured with Highway on the selected
+// target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bench/limits.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace backplane::bench::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// 8 independent accumulator chains hide the FMA latency; returns the flops performed.
+double FmaLoop(size_t iterations, float* sink) {
+  const hn::ScalableTag<float> d;
+  auto a0 = hn::Set(d, 1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  const auto m = hn::Set(d, 0.999999f), c = hn::Set(d, 1e-7f);
+  for (size_t i = 0; i < iterations; ++i) {
+    a0 = hn::MulAdd(a0, m, c);
+    a1 = hn::MulAdd(a1, m, c);
+    a2 = hn::MulAdd(a2, m, c);
+    a3 = hn::MulAdd(a3, m, c);
+    a4 = hn::MulAdd(a4, m, c);
+    a5 = hn::MulAdd(a5, m, c);
+    a6 = hn::MulAdd(a6, m, c);
+    a7 = hn::MulAdd(a7, m, c);
+  }
+  const auto s = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)));
+  *sink = hn::GetLane(s);
+  return static_cast<double>(iterations) * 8.0 * 2.0 * static_cast<double>(hn::Lanes(d));
+}
+
+void Triad(float* a, const float* b, const float* c, size_t n) {
+  const hn::ScalableTag<float> d;
+  const auto s = hn::Set(d, 3.0f);
+  for (size_t i = 0; i + hn::Lanes(d) <= n; i += hn::Lanes(d)) {
+    hn::StoreU(hn::MulAdd(s, hn::LoadU(d, c + i), hn::LoadU(d, b + i)), d, a + i);
+  }
+}
+
+float ReadSum(const float* b, size_t n) {
+  const hn::ScalableTag<float> d;
+  auto s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
+  const size_t L = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    s0 = hn::Add(s0, hn::LoadU(d, b + i));
+    s1 = hn::Add(s1, hn::LoadU(d, b + i + L));
+    s2 = hn::Add(s2, hn::LoadU(d, b + i + 2 * L));
+    s3 = hn::Add(s3, hn::LoadU(d, b + i + 3 * L));
+  }
+  return hn::GetLane(hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)));
+}
+
+}  // namespace backplane::bench::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "backplane/bench.hpp"
+#include "backplane/cpu/targets.hpp"
+
+namespace backplane::bench {
+HWY_EXPORT(FmaLoop);
+HWY_EXPORT(Triad);
+HWY_EXPORT(ReadSum);
+
+namespace {
+double Seconds(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Limits MeasureLimits() {
+  Limits l;
+  l.target = cpu::SelectedTarget();
+  float sink = 0;
+  double best = 1e30, flops = 0;
+  for (int r = 0; r < 5; ++r) {
+    best = std::min(best, Seconds([&] { flops = HWY_DYNAMIC_DISPATCH(FmaLoop)(20'000'000, &sink); }));
+  }
+  l.peak_gflops = flops / best * 1e-9;
+  const size_t n = 16u << 20;  // 64 MiB per array
+  std::vector<float> a(n, 0.0f), b(n, 1.0f), c(n, 2.0f);
+  best = 1e30;
+  for (int r = 0; r < 5; ++r) best = std::min(best, Seconds([&] { HWY_DYNAMIC_DISPATCH(Triad)(a.data(), b.data(), c.data(), n); }));
+  l.triad_gbps = 3.0 * 4.0 * static_cast<double>(n) / best * 1e-9;
+  best = 1e30;
+  for (int r = 0; r < 5; ++r) best = std::min(best, Seconds([&] { sink += HWY_DYNAMIC_DISPATCH(ReadSum)(b.data(), n); }));
+  l.read_gbps = 4.0 * static_cast<double>(n) / best * 1e-9;
+  if (sink == 12345.0f) l.target += " ";  // keep the work observable
+  return l;
+}
+
+}  // namespace backplane::bench
+#endif  // HWY_ONCE

@@ -1,0 +1,214 @@
+// The benchmark workloads of issue 7, sized to exceed the caches (f32 unless stated).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "backplane/bench.hpp"
+#include "backplane/random.hpp"
+
+namespace backplane::bench {
+namespace {
+
+constexpr int64_t k16M = 16 << 20;
+
+std::shared_ptr<std::vector<float>> Random(int64_t n, uint64_t seed, float lo = -4, float hi = 4) {
+  auto v = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    (*v)[static_cast<size_t>(i)] = lo + (hi - lo) * PhiloxUniformFloat(seed, 0, static_cast<uint64_t>(i));
+  }
+  return v;
+}
+
+Workload Unary(const std::string& op, const std::string& surface, void (ActivationSurface::*m)(BP_PARAMS_Unary)) {
+  return {op, surface, "16M", 8.0 * k16M, 0, "triad", [m](Backend& b) {
+            auto x = Random(k16M, 1);
+            auto y = std::make_shared<std::vector<float>>(k16M);
+            return std::function<void()>([&b, m, x, y] { (b.Activation().*m)(y->data(), x->data(), k16M, DType::Float32); });
+          }};
+}
+
+Workload Binary(const std::string& op, void (ElementwiseSurface::*m)(BP_PARAMS_Binary)) {
+  return {op, "Elementwise", "16M", 12.0 * k16M, 0, "triad", [m](Backend& b) {
+            auto x = Random(k16M, 1), z = Random(k16M, 2);
+            auto y = std::make_shared<std::vector<float>>(k16M);
+            return std::function<void()>(
+                [&b, m, x, z, y] { (b.Elementwise().*m)(y->data(), x->data(), z->data(), k16M, DType::Float32); });
+          }};
+}
+
+Workload Matmul(int64_t n) {
+  return {"math.matmul", "Matmul", fmt::format("{0}x{0}x{0}", n), 12.0 * n * n, 2.0 * n * n * n, "fma", [n](Backend& b) {
+            auto a = Random(n * n, 1), c = Random(n * n, 2);
+            auto y = std::make_shared<std::vector<float>>(static_cast<size_t>(n * n));
+            return std::function<void()>(
+                [&b, n, a, c, y] { b.Matmul().Matmul(y->data(), a->data(), c->data(), n, n, n, DType::Float32); });
+          }};
+}
+
+Workload Rows(const std::string& op, const std::string& surface, int which) {
+  constexpr int64_t kRows = 4096, kCols = 4096;
+  return {op, surface, "4096x4096", 8.0 * kRows * kCols, 0, "triad", [which](Backend& b) {
+            auto x = Random(kRows * kCols, 1);
+            auto g = Random(kCols, 2, 0.5f, 1.5f), beta = Random(kCols, 3);
+            auto y = std::make_shared<std::vector<float>>(static_cast<size_t>(kRows * kCols));
+            return std::function<void()>([&b, which, x, g, beta, y] {
+              if (which == 0) {
+                for (int64_t r = 0; r < kRows; ++r) {
+                  b.Activation().Softmax(y->data() + r * kCols, x->data() + r * kCols, kCols, DType::Float32);
+                }
+              } else if (which == 1) {
+                b.LayerNorm().LayerNorm(x->data(), g->data(), beta->data(), y->data(), kRows, kCols, DType::Float32);
+              } else {
+                b.LayerNorm().RMSNorm(x->data(), g->data(), y->data(), kRows, kCols, DType::Float32);
+              }
+            });
+          }};
+}
+
+Workload Attention(bool causal) {
+  constexpr int64_t kSeq = 1024, kHeads = 8, kDim = 64;
+  const double flops = 4.0 * kHeads * kSeq * kSeq * kDim * (causal ? 0.5 : 1.0);
+  return {"attention.gqa", "Attention", fmt::format("8 heads, seq 1024, dim 64{}", causal ? ", causal" : ""),
+          4.0 * 4 * kSeq * kHeads * kDim, flops, "fma", [causal](Backend& b) {
+            auto q = Random(kSeq * kHeads * kDim, 1, -1, 1), k = Random(kSeq * kHeads * kDim, 2, -1, 1);
+            auto v = Random(kSeq * kHeads * kDim, 3, -1, 1);
+            auto o = std::make_shared<std::vector<float>>(static_cast<size_t>(kSeq * kHeads * kDim));
+            MultiHeadAttentionConfig cfg;
+            cfg.NumHeads = kHeads;
+            cfg.HeadDim = kDim;
+            cfg.Causal = causal;
+            return std::function<void()>([&b, cfg, q, k, v, o] {
+              b.Attention().MultiHeadAttention(cfg, q->data(), k->data(), v->data(), o->data(), kSeq, kSeq, DType::Float32);
+            });
+          }};
+}
+
+}  // namespace
+
+std::vector<Workload> Workloads() {
+  std::vector<Workload> w;
+  w.push_back(Binary("math.add", &ElementwiseSurface::Add));
+  w.push_back(Binary("math.mul", &ElementwiseSurface::Mul));
+  w.push_back(Unary("activation.relu", "Activation", &ActivationSurface::ReLU));
+  w.push_back(Unary("math.exp", "Activation", &ActivationSurface::Exp));
+  w.push_back(Unary("activation.tanh", "Activation", &ActivationSurface::Tanh));
+  w.push_back(Unary("activation.sigmoid", "Activation", &ActivationSurface::Sigmoid));
+  w.push_back(Unary("activation.silu", "Activation", &ActivationSurface::Silu));
+  w.push_back(Unary("activation.gelu", "Activation", &ActivationSurface::Gelu));
+  w.push_back(Unary("activation.gelu_tanh", "Activation", &ActivationSurface::GeluTanh));
+  w.push_back(Rows("math.softmax", "Activation", 0));
+  w.push_back(Rows("math.layernorm", "LayerNorm", 1));
+  w.push_back(Rows("math.rmsnorm", "LayerNorm", 2));
+  w.push_back({"reduction.sum", "Reduction", "16M", 4.0 * k16M, 0, "read", [](Backend& b) {
+                 auto x = Random(k16M, 1);
+                 return std::function<void()>([&b, x] { (void)b.Reduction().Sum(x->data(), k16M, DType::Float32); });
+               }});
+  w.push_back({"math.dot", "Dot", "16M", 8.0 * k16M, 0, "read", [](Backend& b) {
+                 auto x = Random(k16M, 1), y = Random(k16M, 2);
+                 return std::function<void()>([&b, x, y] { (void)b.Dot().Dot(x->data(), y->data(), k16M, DType::Float32); });
+               }});
+  w.push_back({"quant.quantize_int8", "Quant", "16M", 5.0 * k16M, 0, "triad", [](Backend& b) {
+                 auto x = Random(k16M, 1);
+                 auto q = std::make_shared<std::vector<int8_t>>(k16M);
+                 return std::function<void()>([&b, x, q] {
+                   b.Quant().Quant(q->data(), x->data(), k16M, QuantConfig{0.05f, 0}, DType::Int8, DType::Float32);
+                 });
+               }});
+  w.push_back({"quant.dequant_int8", "Dequant", "16M", 5.0 * k16M, 0, "triad", [](Backend& b) {
+                 auto q = std::make_shared<std::vector<int8_t>>(k16M, 7);
+                 auto y = std::make_shared<std::vector<float>>(k16M);
+                 return std::function<void()>([&b, q, y] {
+                   b.Dequant().Dequant(y->data(), q->data(), k16M, DequantConfig{0.05f, 0}, DType::Float32, DType::Int8);
+                 });
+               }});
+  w.push_back({"pospop.count8", "PosPop", "4 MiB", 4.0 * (1 << 20), 0, "read", [](Backend& b) {
+                 auto buf = std::make_shared<std::vector<uint8_t>>(4u << 20, 0x5A);
+                 return std::function<void()>([&b, buf] {
+                   int64_t counts[8] = {};
+                   b.PosPop().Count8(counts, buf->data(), static_cast<int64_t>(buf->size()));
+                 });
+               }});
+  w.push_back({"pospop.count64", "PosPop", "4 MiB", 4.0 * (1 << 20), 0, "read", [](Backend& b) {
+                 auto buf = std::make_shared<std::vector<uint64_t>>(512u << 10, 0x5A5A5A5A5A5A5A5Aull);
+                 return std::function<void()>([&b, buf] {
+                   int64_t counts[64] = {};
+                   b.PosPop().Count64(counts, buf->data(), static_cast<int64_t>(buf->size()));
+                 });
+               }});
+  for (int64_t n : {512, 1024, 2048}) w.push_back(Matmul(n));
+  w.push_back(Attention(false));
+  w.push_back(Attention(true));
+  w.push_back({"convolution.conv2d", "Convolution", "batch 8, 64->64, 56x56, 3x3, pad 1",
+               4.0 * (8.0 * 64 * 56 * 56 * 2 + 64 * 64 * 9), 2.0 * 8 * 64 * 64 * 56 * 56 * 9, "fma", [](Backend& b) {
+                 auto x = Random(8 * 64 * 56 * 56, 1), wt = Random(64 * 64 * 9, 2, -0.1f, 0.1f), bias = Random(64, 3);
+                 auto y = std::make_shared<std::vector<float>>(8 * 64 * 56 * 56);
+                 Conv2DConfig cfg;
+                 cfg.PaddingH = cfg.PaddingW = 1;
+                 return std::function<void()>([&b, cfg, x, wt, bias, y] {
+                   b.Convolution().Conv2D(cfg, x->data(), wt->data(), bias->data(), y->data(), 8, 64, 56, 56, 64, 3, 3, 56,
+                                          56, DType::Float32);
+                 });
+               }});
+  w.push_back({"pooling.max_pool2d", "Pool", "batch 8, 64 ch, 112x112, 3x3/2",
+               4.0 * (8.0 * 64 * 112 * 112 + 8.0 * 64 * 55 * 55), 0, "triad", [](Backend& b) {
+                 auto x = Random(8 * 64 * 112 * 112, 1);
+                 auto y = std::make_shared<std::vector<float>>(8 * 64 * 55 * 55);
+                 PoolConfig cfg{3, 3, 2, 2, 0, 0};
+                 return std::function<void()>([&b, cfg, x, y] {
+                   b.Pool().MaxPool2D(cfg, x->data(), y->data(), 8, 64, 112, 112, 55, 55, DType::Float32);
+                 });
+               }});
+  w.push_back({"physics.fft1d", "Physics", "complex 65536", 16.0 * 65536, 5.0 * 65536 * 16, "fma", [](Backend& b) {
+                 auto re = Random(65536, 1), im = Random(65536, 2);
+                 auto ore = std::make_shared<std::vector<float>>(65536), oim = std::make_shared<std::vector<float>>(65536);
+                 return std::function<void()>([&b, re, im, ore, oim] {
+                   b.Physics().FFT1D(re->data(), im->data(), ore->data(), oim->data(), 65536, DType::Float32);
+                 });
+               }});
+  w.push_back({"causal.cholesky", "Causal", "1024x1024 f64", 16.0 * 1024 * 1024, 1024.0 * 1024 * 1024 / 3.0, "fma",
+               [](Backend& b) {
+                 // A = M M^T + n I (SPD), in f64.
+                 constexpr int n = 1024;
+                 auto a = std::make_shared<std::vector<double>>(static_cast<size_t>(n) * n);
+                 auto m = Random(static_cast<int64_t>(n) * n, 1, -1, 1);
+                 for (int i = 0; i < n; ++i) {
+                   for (int j = 0; j <= i; ++j) {
+                     double s = 0;
+                     for (int k = 0; k < n; k += 16) s += (*m)[i * n + k] * (*m)[j * n + k];
+                     (*a)[static_cast<size_t>(i) * n + j] = (*a)[static_cast<size_t>(j) * n + i] = s + (i == j ? n : 0);
+                   }
+                 }
+                 auto l = std::make_shared<std::vector<double>>(static_cast<size_t>(n) * n);
+                 return std::function<void()>([&b, a, l] { b.Causal().Cholesky(a->data(), l->data(), n, DType::Float64); });
+               }});
+  return w;
+}
+
+Result Run(const Workload& w, Backend& backend, const Limits& limits, double min_seconds) {
+  const auto call = w.setup(backend);
+  call();  // warm-up (page faults, lazy initialisation)
+  double best = 1e30, total = 0;
+  int runs = 0;
+  while (total < min_seconds || runs < 3) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, s);
+    total += s;
+    ++runs;
+  }
+  Result r;
+  r.workload = w;
+  r.seconds = best;
+  r.gbps = w.bytes / best * 1e-9;
+  r.gflops = w.flops / best * 1e-9;
+  if (w.limit == "fma") r.fraction = r.gflops / limits.peak_gflops;
+  if (w.limit == "triad") r.fraction = r.gbps / limits.triad_gbps;
+  if (w.limit == "read") r.fraction = r.gbps / limits.read_gbps;
+  return r;
+}
+
+}  // namespace backplane::bench
