@@ -1,8 +1,11 @@
 #include <fmt/format.h>
 
+#include <cblas.h>
+
 #include <cstdlib>
 #include <string>
 
+#include "backplane/cpu/threads.hpp"
 #include "backplane/cpu_info.hpp"
 #include "commands.hpp"
 
@@ -26,10 +29,9 @@ void AddInfoCommand(CLI::App& app) {
     fmt::print("simd targets supported here: {}\n", supported);
     fmt::print("simd target selected: {}\n", cpu.selected);
     const char* env_threads = std::getenv("BACKPLANE_NUM_THREADS");
-    fmt::print("threads: {} (hardware {}{})\n",
-               env_threads ? env_threads : std::to_string(cpu.hardware_threads), cpu.hardware_threads,
+    fmt::print("threads: {} (hardware {}{})\n", cpu::NumThreads(), cpu.hardware_threads,
                env_threads ? ", set by BACKPLANE_NUM_THREADS" : "");
-    fmt::print("blas: none linked (dense GEMM runs the scalar reference)\n");
+    fmt::print("blas: {}\n", openblas_get_config());
   });
 }
 
