@@ -1,9 +1,621 @@
-// Highway kernels for the Matmul surface: none yet, every method runs the scalar reference
-// (docs/cpu-dispatch-matrix.md shows it as "no SIMD kernel").
+// Fast kernels for the Matmul surface: C[rows, cols] = A[rows, inner] * B[inner, cols], row-major.
+//
+// - Small products (rows * inner * cols <= kExactWork): a Highway kernel that accumulates every
+//   dot product in f64 in k order, vectorised over output columns, and rounds once, exactly as
+//   the reference does (the products of f32/f16/bf16 values are exact in f64, and f64 uses a
+//   separate multiply and add), so small results are bit-identical to the reference.
+// - f32 / f64 otherwise: OpenBLAS cblas_sgemm / cblas_dgemm (cblas_?gemv for a single row or
+//   column), with f32 (f64) accumulation in BLAS's own order.
+// - f16 / bf16 otherwise: our packed GEMM, operands widened to f32 while packing, 6 x 2-vector
+//   register tiles accumulating in f32, and one round-to-nearest-even narrowing at the end.
+// The large paths differ from the reference by the summation order and precision only; the
+// conformance runner (src/conformance/runners_nn.cpp) checks them against the GEMM error bound
+// tol.rel * sum_k |a_ik||b_kj| + tol.abs. Anything unusual (bad dtype, negative or overflowing
+// sizes, null pointers) goes to the reference before anything is written.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/kernels/matmul.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "cpu/kernels/convert-inl.h"
+
+#ifndef BACKPLANE_CPU_KERNELS_MATMUL_SHARED_
+#define BACKPLANE_CPU_KERNELS_MATMUL_SHARED_
+#include <hwy/aligned_allocator.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "backplane/cpu/threads.hpp"
+namespace backplane::cpu::simd::matmul_ops {
+enum Storage : int { kF32, kF16, kBF16 };
+constexpr size_t kMR = 6;     // rows of a register tile
+constexpr size_t kKC = 256;   // inner block (packed panels stay in L1/L2)
+constexpr size_t kMC = 96;    // rows of a packed A block (multiple of kMR)
+constexpr size_t kNC = 2048;  // columns of a packed B block
+}  // namespace backplane::cpu::simd::matmul_ops
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace backplane::cpu::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using namespace matmul_ops;  // NOLINT
+
+// dst[i] = src[i] rounded to f16/bf16, nearest even: F16C on AVX2/AVX-512 (vcvtps2ph rounds to
+// nearest even there), else convert-inl.h's NarrowBlock (vector bf16, scalar f16).
+inline void NarrowRNE(const float* src, uint16_t* dst, size_t n, bool bf16) {
+  size_t i = 0;
+#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
+    !defined(HWY_DISABLE_F16C)
+  if (!bf16) {
+    const hn::ScalableTag<float> df;
+    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+    const size_t lanes = hn::Lanes(df);
+    auto* h = reinterpret_cast<hwy::float16_t*>(dst);
+    for (; i + lanes <= n; i += lanes)
+      hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, h + i);
+  }
+#endif
+  constexpr size_t kBlock = 4096;
+  for (; i < n; i += kBlock) NarrowBlock(src + i, dst + i, n - i < kBlock ? n - i : kBlock, bf16);
+}
+
+// ---- Widening loads (f16 by bit manipulation: Highway 1.0.3's software PromoteTo on
+// SSE4/SSSE3/SCALAR turns f16 Inf/NaN into finite values).
+template <class DF>
+HWY_INLINE hn::Vec<DF> WidenF16(DF df, hn::Vec<hn::RebindToUnsigned<DF>> bits) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto magnitude = hn::And(bits, hn::Set(du, 0x7FFFu));
+  const auto exponent = hn::And(bits, hn::Set(du, 0x7C00u));
+  const auto shifted = hn::ShiftLeft<13>(magnitude);
+  const auto normal = hn::Add(shifted, hn::Set(du, (127u - 15u) << 23));
+  const auto infnan = hn::Or(shifted, hn::Set(du, 0x7F800000u));
+  const auto sub = hn::BitCast(
+      du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, magnitude)), hn::Set(df, 1.0f / 16777216.0f)));
+  auto out = hn::IfThenElse(hn::Eq(exponent, hn::Zero(du)), sub, normal);
+  out = hn::IfThenElse(hn::Eq(exponent, hn::Set(du, 0x7C00u)), infnan, out);
+  return hn::BitCast(df, hn::Or(out, hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000u)))));
+}
+
+template <int kSrc, class DF>
+HWY_INLINE hn::Vec<DF> LoadWide(DF df, const void* base, size_t i) {
+  if constexpr (kSrc == kF32) {
+    return hn::LoadU(df, static_cast<const float*>(base) + i);
+  } else {
+#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
+    !defined(HWY_DISABLE_F16C)
+    if constexpr (kSrc == kF16) {  // F16C: exact, Inf/NaN included
+      const hn::Rebind<hwy::float16_t, DF> dh;
+      return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(base) + i));
+    }
+#endif
+    const hn::RebindToUnsigned<DF> du;
+    const hn::Rebind<uint16_t, DF> d16;
+    const auto bits = hn::PromoteTo(du, hn::LoadU(d16, static_cast<const uint16_t*>(base) + i));
+    if constexpr (kSrc == kBF16) return hn::BitCast(df, hn::ShiftLeft<16>(bits));
+    return WidenF16(df, bits);
+  }
+}
+
+template <int kSrc>
+HWY_INLINE float LoadWideScalar(const void* base, size_t i) {
+  if constexpr (kSrc == kF32) {
+    return static_cast<const float*>(base)[i];
+  } else if constexpr (kSrc == kBF16) {
+    return BF16ToF32(static_cast<const uint16_t*>(base)[i]);
+  } else {
+    return F16ToF32(static_cast<const uint16_t*>(base)[i]);
+  }
+}
+
+// ---- Exact small path: f64 accumulation in k order, vectorised over columns
+// ----------------------
+
+// c[r, :] (f64) = sum_k a[r, k] * b[k, :] with a, b already widened to f64; b has ldb >= cols
+// columns, padded with zeros to a multiple of the lane count.
+void ExactRows(const double* a, const double* b, size_t ldb, double* c, size_t rows, size_t inner,
+               size_t cols) {
+  const hn::ScalableTag<double> d;
+  const size_t lanes = hn::Lanes(d);
+  for (size_t r = 0; r < rows; ++r) {
+    const double* ar = a + r * inner;
+    size_t j = 0;
+    for (; j + 2 * lanes <= ldb; j += 2 * lanes) {
+      auto acc0 = hn::Zero(d), acc1 = hn::Zero(d);
+      for (size_t k = 0; k < inner; ++k) {
+        const auto av = hn::Set(d, ar[k]);
+        acc0 = hn::Add(acc0, hn::Mul(av, hn::LoadU(d, b + k * ldb + j)));
+        acc1 = hn::Add(acc1, hn::Mul(av, hn::LoadU(d, b + k * ldb + j + lanes)));
+      }
+      hn::StoreU(acc0, d, c + r * ldb + j);
+      hn::StoreU(acc1, d, c + r * ldb + j + lanes);
+    }
+    for (; j < ldb; j += lanes) {
+      auto acc = hn::Zero(d);
+      for (size_t k = 0; k < inner; ++k) {
+        acc = hn::Add(acc, hn::Mul(hn::Set(d, ar[k]), hn::LoadU(d, b + k * ldb + j)));
+      }
+      hn::StoreU(acc, d, c + r * ldb + j);
+    }
+  }
+  (void)cols;
+}
+
+// ---- Packed f32 GEMM for f16/bf16 (and f32) operands
+// ---------------------------------------------
+
+// Packs B[k0 .. k0+kc, j0 .. j0+nc] into panels of NR = 2 vectors: dst[p][k][NR], zero padded.
+template <int kSrc>
+void PackB(const void* b, size_t ldb, size_t k0, size_t kc, size_t j0, size_t nc, float* dst) {
+  const hn::ScalableTag<float> df;
+  const size_t lanes = hn::Lanes(df);
+  const size_t nr = 2 * lanes;
+  for (size_t p = 0; p * nr < nc; ++p) {
+    const size_t jp = j0 + p * nr;
+    const size_t width = nc - p * nr < nr ? nc - p * nr : nr;
+    float* out = dst + p * kc * nr;
+    for (size_t k = 0; k < kc; ++k) {
+      const size_t row = (k0 + k) * ldb;
+      if (width == nr) {
+        hn::Store(LoadWide<kSrc>(df, b, row + jp), df, out + k * nr);
+        hn::Store(LoadWide<kSrc>(df, b, row + jp + lanes), df, out + k * nr + lanes);
+      } else {
+        for (size_t j = 0; j < nr; ++j)
+          out[k * nr + j] = j < width ? LoadWideScalar<kSrc>(b, row + jp + j) : 0.0f;
+      }
+    }
+  }
+}
+
+// Packs A[i0 .. i0+mc, k0 .. k0+kc] into panels of kMR rows: dst[p][k][kMR], zero padded.
+template <int kSrc>
+void PackA(const void* a, size_t lda, size_t i0, size_t mc, size_t k0, size_t kc, float* dst) {
+  for (size_t p = 0; p * kMR < mc; ++p) {
+    float* out = dst + p * kc * kMR;
+    for (size_t r = 0; r < kMR; ++r) {
+      const size_t i = p * kMR + r;
+      if (i < mc) {
+        const size_t row = (i0 + i) * lda + k0;
+        for (size_t k = 0; k < kc; ++k) out[k * kMR + r] = LoadWideScalar<kSrc>(a, row + k);
+      } else {
+        for (size_t k = 0; k < kc; ++k) out[k * kMR + r] = 0.0f;
+      }
+    }
+  }
+}
+
+// One kMR x 2-vector register tile: tile = ap^T * bp over kc; then c (+)= tile for the valid
+// rows x cols (c has leading dimension ldc).
+HWY_NOINLINE void MicroTile(const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, size_t kc,
+                            float* HWY_RESTRICT c, size_t ldc, size_t rows, size_t cols,
+                            bool accumulate) {
+  const hn::ScalableTag<float> df;
+  const size_t lanes = hn::Lanes(df);
+  auto c00 = hn::Zero(df), c01 = hn::Zero(df), c10 = hn::Zero(df), c11 = hn::Zero(df);
+  auto c20 = hn::Zero(df), c21 = hn::Zero(df), c30 = hn::Zero(df), c31 = hn::Zero(df);
+  auto c40 = hn::Zero(df), c41 = hn::Zero(df), c50 = hn::Zero(df), c51 = hn::Zero(df);
+  for (size_t k = 0; k < kc; ++k) {
+    const auto b0 = hn::Load(df, bp + k * 2 * lanes);
+    const auto b1 = hn::Load(df, bp + k * 2 * lanes + lanes);
+    const float* a = ap + k * kMR;
+    auto av = hn::Set(df, a[0]);
+    c00 = hn::MulAdd(av, b0, c00);
+    c01 = hn::MulAdd(av, b1, c01);
+    av = hn::Set(df, a[1]);
+    c10 = hn::MulAdd(av, b0, c10);
+    c11 = hn::MulAdd(av, b1, c11);
+    av = hn::Set(df, a[2]);
+    c20 = hn::MulAdd(av, b0, c20);
+    c21 = hn::MulAdd(av, b1, c21);
+    av = hn::Set(df, a[3]);
+    c30 = hn::MulAdd(av, b0, c30);
+    c31 = hn::MulAdd(av, b1, c31);
+    av = hn::Set(df, a[4]);
+    c40 = hn::MulAdd(av, b0, c40);
+    c41 = hn::MulAdd(av, b1, c41);
+    av = hn::Set(df, a[5]);
+    c50 = hn::MulAdd(av, b0, c50);
+    c51 = hn::MulAdd(av, b1, c51);
+  }
+  if (rows == kMR && cols == 2 * lanes) {
+    float* r0 = c;
+    float* r1 = c + ldc;
+    float* r2 = c + 2 * ldc;
+    float* r3 = c + 3 * ldc;
+    float* r4 = c + 4 * ldc;
+    float* r5 = c + 5 * ldc;
+    if (accumulate) {
+      c00 = hn::Add(c00, hn::LoadU(df, r0));
+      c01 = hn::Add(c01, hn::LoadU(df, r0 + lanes));
+      c10 = hn::Add(c10, hn::LoadU(df, r1));
+      c11 = hn::Add(c11, hn::LoadU(df, r1 + lanes));
+      c20 = hn::Add(c20, hn::LoadU(df, r2));
+      c21 = hn::Add(c21, hn::LoadU(df, r2 + lanes));
+      c30 = hn::Add(c30, hn::LoadU(df, r3));
+      c31 = hn::Add(c31, hn::LoadU(df, r3 + lanes));
+      c40 = hn::Add(c40, hn::LoadU(df, r4));
+      c41 = hn::Add(c41, hn::LoadU(df, r4 + lanes));
+      c50 = hn::Add(c50, hn::LoadU(df, r5));
+      c51 = hn::Add(c51, hn::LoadU(df, r5 + lanes));
+    }
+    hn::StoreU(c00, df, r0);
+    hn::StoreU(c01, df, r0 + lanes);
+    hn::StoreU(c10, df, r1);
+    hn::StoreU(c11, df, r1 + lanes);
+    hn::StoreU(c20, df, r2);
+    hn::StoreU(c21, df, r2 + lanes);
+    hn::StoreU(c30, df, r3);
+    hn::StoreU(c31, df, r3 + lanes);
+    hn::StoreU(c40, df, r4);
+    hn::StoreU(c41, df, r4 + lanes);
+    hn::StoreU(c50, df, r5);
+    hn::StoreU(c51, df, r5 + lanes);
+    return;
+  }
+  HWY_ALIGN float tile[kMR * 2 * hn::MaxLanes(df)];
+  const size_t nr = 2 * lanes;
+  hn::Store(c00, df, tile + 0 * nr);
+  hn::Store(c01, df, tile + 0 * nr + lanes);
+  hn::Store(c10, df, tile + 1 * nr);
+  hn::Store(c11, df, tile + 1 * nr + lanes);
+  hn::Store(c20, df, tile + 2 * nr);
+  hn::Store(c21, df, tile + 2 * nr + lanes);
+  hn::Store(c30, df, tile + 3 * nr);
+  hn::Store(c31, df, tile + 3 * nr + lanes);
+  hn::Store(c40, df, tile + 4 * nr);
+  hn::Store(c41, df, tile + 4 * nr + lanes);
+  hn::Store(c50, df, tile + 5 * nr);
+  hn::Store(c51, df, tile + 5 * nr + lanes);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < cols; ++j) {
+      c[r * ldc + j] = accumulate ? c[r * ldc + j] + tile[r * nr + j] : tile[r * nr + j];
+    }
+  }
+}
+
+// c (f32, [rows, cols]) = a * b for storage kSrc, packed and blocked; threads split row blocks.
+template <int kSrc>
+void PackedGemm(const void* a, const void* b, float* c, size_t rows, size_t inner, size_t cols) {
+  const hn::ScalableTag<float> df;
+  const size_t nr = 2 * hn::Lanes(df);
+  const size_t ncMax = kNC < cols ? kNC : cols;
+  const size_t panelsMax = (ncMax + nr - 1) / nr;
+  auto bpack = hwy::AllocateAligned<float>(panelsMax * nr * kKC);
+  const bool parallel = rows * inner * cols >= (size_t{1} << 21) && rows > kMC;
+  for (size_t j0 = 0; j0 < cols; j0 += kNC) {
+    const size_t nc = cols - j0 < kNC ? cols - j0 : kNC;
+    const size_t panels = (nc + nr - 1) / nr;
+    for (size_t k0 = 0; k0 < inner; k0 += kKC) {
+      const size_t kc = inner - k0 < kKC ? inner - k0 : kKC;
+      PackB<kSrc>(b, cols, k0, kc, j0, nc, bpack.get());
+      const bool accumulate = k0 > 0;
+      const float* bp = bpack.get();
+      auto block = [&](int64_t begin, int64_t end) {
+        auto apack = hwy::AllocateAligned<float>(kMC * kKC);
+        for (int64_t blk = begin; blk < end; ++blk) {
+          const size_t i0 = static_cast<size_t>(blk) * kMC;
+          const size_t mc = rows - i0 < kMC ? rows - i0 : kMC;
+          PackA<kSrc>(a, inner, i0, mc, k0, kc, apack.get());
+          for (size_t p = 0; p < panels; ++p) {
+            const size_t width = nc - p * nr < nr ? nc - p * nr : nr;
+            for (size_t q = 0; q * kMR < mc; ++q) {
+              const size_t height = mc - q * kMR < kMR ? mc - q * kMR : kMR;
+              MicroTile(apack.get() + q * kc * kMR, bp + p * kc * nr, kc,
+                        c + (i0 + q * kMR) * cols + j0 + p * nr, cols, height, width, accumulate);
+            }
+          }
+        }
+      };
+      const auto blocks = static_cast<int64_t>((rows + kMC - 1) / kMC);
+      if (parallel) {
+        ParallelFor(blocks, 1, block);
+      } else {
+        block(0, blocks);
+      }
+    }
+  }
+}
+
+// A few rows (rows < kMR): stream B once, row by row, c[r, chunk] += a[r, k] * B[k, chunk] with
+// the c chunk in L1. f32 accumulation in k order.
+template <int kSrc>
+void FewRowsGemm(const void* a, const void* b, float* c, size_t rows, size_t inner, size_t cols) {
+  const hn::ScalableTag<float> df;
+  const size_t lanes = hn::Lanes(df);
+  const size_t chunkCols = rows == 1 ? 4096 : 2048;
+  std::vector<float> af(rows * inner);
+  for (size_t i = 0; i < rows * inner; ++i) af[i] = LoadWideScalar<kSrc>(a, i);
+  auto chunk = [&](int64_t begin, int64_t end) {
+    auto brow = hwy::AllocateAligned<float>(chunkCols);
+    for (int64_t ch = begin; ch < end; ++ch) {
+      const size_t j0 = static_cast<size_t>(ch) * chunkCols;
+      const size_t width = cols - j0 < chunkCols ? cols - j0 : chunkCols;
+      const size_t vecEnd = width / lanes * lanes;
+      for (size_t r = 0; r < rows; ++r) std::memset(c + r * cols + j0, 0, width * sizeof(float));
+      for (size_t k = 0; k < inner; ++k) {
+        const size_t row = k * cols + j0;
+        if (rows == 1 && k + 4 <= inner) {
+          // Four rows of B per pass over the c chunk (in k order: ((c + a0 b0) + a1 b1) + ...).
+          const auto a0 = hn::Set(df, af[k]), a1 = hn::Set(df, af[k + 1]);
+          const auto a2 = hn::Set(df, af[k + 2]), a3 = hn::Set(df, af[k + 3]);
+          float* cr = c + j0;
+          for (size_t j = 0; j < vecEnd; j += lanes) {
+            auto acc = hn::MulAdd(a0, LoadWide<kSrc>(df, b, row + j), hn::LoadU(df, cr + j));
+            acc = hn::MulAdd(a1, LoadWide<kSrc>(df, b, row + cols + j), acc);
+            acc = hn::MulAdd(a2, LoadWide<kSrc>(df, b, row + 2 * cols + j), acc);
+            acc = hn::MulAdd(a3, LoadWide<kSrc>(df, b, row + 3 * cols + j), acc);
+            hn::StoreU(acc, df, cr + j);
+          }
+          for (size_t j = vecEnd; j < width; ++j) {
+            float& cj = c[j0 + j];
+            for (size_t kk = 0; kk < 4; ++kk)
+              cj = std::fma(af[k + kk], LoadWideScalar<kSrc>(b, row + kk * cols + j), cj);
+          }
+          k += 3;
+          continue;
+        }
+        if (rows == 1) {
+          const auto av = hn::Set(df, af[k]);
+          float* cr = c + j0;
+          for (size_t j = 0; j < vecEnd; j += lanes) {
+            hn::StoreU(hn::MulAdd(av, LoadWide<kSrc>(df, b, row + j), hn::LoadU(df, cr + j)), df,
+                       cr + j);
+          }
+        } else {
+          for (size_t j = 0; j < vecEnd; j += lanes)
+            hn::Store(LoadWide<kSrc>(df, b, row + j), df, brow.get() + j);
+          for (size_t r = 0; r < rows; ++r) {
+            const auto av = hn::Set(df, af[r * inner + k]);
+            float* cr = c + r * cols + j0;
+            for (size_t j = 0; j < vecEnd; j += lanes) {
+              hn::StoreU(hn::MulAdd(av, hn::Load(df, brow.get() + j), hn::LoadU(df, cr + j)), df,
+                         cr + j);
+            }
+          }
+        }
+        for (size_t j = vecEnd; j < width; ++j) {
+          const float bv = LoadWideScalar<kSrc>(b, row + j);
+          for (size_t r = 0; r < rows; ++r) {
+            float& cr = c[r * cols + j0 + j];
+            cr = std::fma(af[r * inner + k], bv, cr);
+          }
+        }
+      }
+    }
+  };
+  const auto chunks = static_cast<int64_t>((cols + chunkCols - 1) / chunkCols);
+  if (rows * inner * cols >= (size_t{1} << 20)) {
+    ParallelFor(chunks, 1, chunk);
+  } else {
+    chunk(0, chunks);
+  }
+}
+
+// out (16-bit storage) = a * b through an f32 buffer, narrowed once with round-to-nearest-even.
+void HalfGemm(const uint16_t* a, const uint16_t* b, uint16_t* out, size_t rows, size_t inner,
+              size_t cols, bool bf16) {
+  auto c = hwy::AllocateAligned<float>(rows * cols);
+  if (rows < kMR) {
+    if (bf16) {
+      FewRowsGemm<kBF16>(a, b, c.get(), rows, inner, cols);
+    } else {
+      FewRowsGemm<kF16>(a, b, c.get(), rows, inner, cols);
+    }
+  } else if (bf16) {
+    PackedGemm<kBF16>(a, b, c.get(), rows, inner, cols);
+  } else {
+    PackedGemm<kF16>(a, b, c.get(), rows, inner, cols);
+  }
+  NarrowRNE(c.get(), out, rows * cols, bf16);
+}
+
+}  // namespace backplane::cpu::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <vector>
+
+#include "backplane/cpu/threads.hpp"
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
+HWY_EXPORT(ExactRows);
+HWY_EXPORT(HalfGemm);
 
-void RegisterMatmul(KernelTable& table) { (void)table; }
+namespace {
+
+// Work (rows * inner * cols) up to which the exact f64-accumulating kernel runs.
+constexpr int64_t kExactWork = int64_t{1} << 15;
+
+bool Overlaps(const void* a, size_t abytes, const void* b, size_t bbytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return abytes > 0 && bbytes > 0 && x < y + bbytes && y < x + abytes;
+}
+
+double LoadAsDouble(const void* p, size_t i, DType dtype) {
+  switch (dtype) {
+    case DType::Float64:
+      return static_cast<const double*>(p)[i];
+    case DType::Float32:
+      return static_cast<const float*>(p)[i];
+    case DType::Float16:
+      return F16ToF32(static_cast<const uint16_t*>(p)[i]);
+    default:
+      return BF16ToF32(static_cast<const uint16_t*>(p)[i]);
+  }
+}
+
+// double -> float rounding to odd, then one round-to-nearest-even to f16/bf16 (as the reference).
+float RoundToOddF32(double value) {
+  float f = static_cast<float>(value);
+  if (std::isnan(value) || static_cast<double>(f) == value) return f;
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) --bits;
+  return std::bit_cast<float>(bits | 1u);
+}
+
+void StoreRoundedOnce(void* out, size_t i, DType dtype, double value) {
+  switch (dtype) {
+    case DType::Float64:
+      static_cast<double*>(out)[i] = value;
+      return;
+    case DType::Float32:
+      static_cast<float*>(out)[i] = static_cast<float>(value);
+      return;
+    case DType::Float16:
+      static_cast<uint16_t*>(out)[i] = F32ToF16(RoundToOddF32(value));
+      return;
+    default:
+      static_cast<uint16_t*>(out)[i] = F32ToBF16(RoundToOddF32(value));
+      return;
+  }
+}
+
+void Exact(void* out, const void* left, const void* right, size_t rows, size_t inner, size_t cols,
+           DType dtype) {
+  const size_t pad = 8;  // the widest f64 vector
+  const size_t ldb = (cols + pad - 1) / pad * pad;
+  std::vector<double> a(rows * inner), b(inner * ldb, 0.0), c(rows * ldb);
+  for (size_t i = 0; i < rows * inner; ++i) a[i] = LoadAsDouble(left, i, dtype);
+  for (size_t k = 0; k < inner; ++k) {
+    for (size_t j = 0; j < cols; ++j) b[k * ldb + j] = LoadAsDouble(right, k * cols + j, dtype);
+  }
+  HWY_DYNAMIC_DISPATCH(ExactRows)(a.data(), b.data(), ldb, c.data(), rows, inner, cols);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < cols; ++j) StoreRoundedOnce(out, r * cols + j, dtype, c[r * ldb + j]);
+  }
+}
+
+// OpenBLAS runs one thread per call (under our pool, or with the OpenMP team size set to 1 for
+// the call, which its OpenMP build follows); our pool splits the output into blocks that depend
+// only on the shape. OpenBLAS's own threading gives results that depend on the thread count.
+struct SerialBlas {
+  int saved = omp_get_max_threads();
+  bool set = saved != 1 && !omp_in_parallel();
+  SerialBlas() {
+    if (set) omp_set_num_threads(1);
+  }
+  ~SerialBlas() {
+    if (set) omp_set_num_threads(saved);
+  }
+};
+
+// C[m x n] = A[m x k] * B[k x n] (row-major, leading dimensions lda, ldb, ldc) with beta = 0.
+template <class T>
+void BlasBlock(size_t m, size_t n, size_t k, const T* a, size_t lda, const T* b, size_t ldb, T* c,
+               size_t ldc) {
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+  const int la = static_cast<int>(lda), lb = static_cast<int>(ldb), lc = static_cast<int>(ldc);
+  if constexpr (std::is_same_v<T, float>) {
+    if (m == 1) {
+      cblas_sgemv(CblasRowMajor, CblasTrans, ki, ni, 1.0f, b, lb, a, 1, 0.0f, c, 1);
+    } else if (n == 1) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, mi, ki, 1.0f, a, la, b, lb, 0.0f, c, lc);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0f, a, la, b, lb, 0.0f,
+                  c, lc);
+    }
+  } else {
+    if (m == 1) {
+      cblas_dgemv(CblasRowMajor, CblasTrans, ki, ni, 1.0, b, lb, a, 1, 0.0, c, 1);
+    } else if (n == 1) {
+      cblas_dgemv(CblasRowMajor, CblasNoTrans, mi, ki, 1.0, a, la, b, lb, 0.0, c, lc);
+    } else {
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, mi, ni, ki, 1.0, a, la, b, lb, 0.0, c,
+                  lc);
+    }
+  }
+}
+
+template <class T>
+void Blas(T* out, const T* a, const T* b, size_t rows, size_t inner, size_t cols) {
+  const size_t bytes = rows * cols * sizeof(T);
+  const bool alias = Overlaps(out, bytes, a, rows * inner * sizeof(T)) ||
+                     Overlaps(out, bytes, b, inner * cols * sizeof(T));
+  std::vector<T> tmp(alias ? rows * cols : 0);
+  T* c = alias ? tmp.data() : out;
+  // gemm with beta = 0 stores zeros before accumulating; gemv's beta = 0 goes through ?scal,
+  // which has multiplied stale NaNs by 0 in some OpenBLAS versions: clear the (short) vector.
+  if (rows == 1 || cols == 1) std::memset(c, 0, bytes);
+  // Blocks of 256 rows, else of 2048 columns (a multiple of every kernel width), else one call.
+  constexpr size_t kRows = 256, kCols = 2048;
+  const bool byRows = rows >= 2 * kRows, byCols = !byRows && cols >= 2 * kCols;
+  const size_t blocks = byRows   ? (rows + kRows - 1) / kRows
+                        : byCols ? (cols + kCols - 1) / kCols
+                                 : 1;
+  SerialBlas serial;
+  auto run = [&](int64_t b0, int64_t b1) {
+    for (auto blk = static_cast<size_t>(b0); blk < static_cast<size_t>(b1); ++blk) {
+      if (byRows) {
+        const size_t r0 = blk * kRows, nr = std::min(kRows, rows - r0);
+        BlasBlock(nr, cols, inner, a + r0 * inner, inner, b, cols, c + r0 * cols, cols);
+      } else if (byCols) {
+        const size_t j0 = blk * kCols, nc = std::min(kCols, cols - j0);
+        BlasBlock(rows, nc, inner, a, inner, b + j0, cols, c + j0, cols);
+      } else {
+        BlasBlock(rows, cols, inner, a, inner, b, cols, c, cols);
+      }
+    }
+  };
+  if (blocks > 1 &&
+      static_cast<double>(rows) * static_cast<double>(inner) * static_cast<double>(cols) >= 1e7) {
+    ParallelFor(static_cast<int64_t>(blocks), 1, run);
+  } else {
+    run(0, static_cast<int64_t>(blocks));
+  }
+  if (alias) std::memcpy(out, c, bytes);
+}
+
+void Matmul(void* out, const void* left, const void* right, int64_t rows, int64_t inner,
+            int64_t cols, DType dtype) {
+  const bool floating = dtype == DType::Float32 || dtype == DType::Float64 ||
+                        dtype == DType::Float16 || dtype == DType::BFloat16;
+  int64_t leftCount = 0, rightCount = 0, outCount = 0, work = 0;
+  if (!floating || rows < 0 || inner < 0 || cols < 0 ||
+      __builtin_mul_overflow(rows, inner, &leftCount) ||
+      __builtin_mul_overflow(inner, cols, &rightCount) ||
+      __builtin_mul_overflow(rows, cols, &outCount) ||
+      __builtin_mul_overflow(outCount, inner, &work) || (outCount > 0 && out == nullptr) ||
+      (leftCount > 0 && left == nullptr) || (rightCount > 0 && right == nullptr) ||
+      rows > INT_MAX || inner > INT_MAX || cols > INT_MAX) {
+    return Reference().Matmul_Matmul(out, left, right, rows, inner, cols, dtype);
+  }
+  if (outCount == 0) return;
+  const auto m = static_cast<size_t>(rows), k = static_cast<size_t>(inner),
+             n = static_cast<size_t>(cols);
+  if (inner == 0) {
+    std::memset(out, 0,
+                static_cast<size_t>(DTypeStorageBytes(dtype, outCount)));  // +0 in every format
+    return;
+  }
+  if (work <= kExactWork) return Exact(out, left, right, m, k, n, dtype);
+  switch (dtype) {
+    case DType::Float32:
+      return Blas(static_cast<float*>(out), static_cast<const float*>(left),
+                  static_cast<const float*>(right), m, k, n);
+    case DType::Float64:
+      return Blas(static_cast<double*>(out), static_cast<const double*>(left),
+                  static_cast<const double*>(right), m, k, n);
+    default:
+      return HWY_DYNAMIC_DISPATCH(HalfGemm)(
+          static_cast<const uint16_t*>(left), static_cast<const uint16_t*>(right),
+          static_cast<uint16_t*>(out), m, k, n, dtype == DType::BFloat16);
+  }
+}
+
+}  // namespace
+
+void RegisterMatmul(KernelTable& t) { t.Matmul_Matmul = &Matmul; }
 
 }  // namespace backplane::cpu::simd
+#endif  // HWY_ONCE
