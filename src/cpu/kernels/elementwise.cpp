@@ -59,9 +59,15 @@ void BinaryTyped(int op, const T* a, const T* b, T* out, size_t n) {
     hn::StoreU(ApplyBinary(d, op, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, out + i);
   }
   if (i < n) {
-    const auto m = hn::FirstN(d, n - i);
-    const auto v = ApplyBinary(d, op, hn::MaskedLoad(m, d, a + i), hn::MaskedLoad(m, d, b + i));
-    hn::BlendedStore(v, m, d, out + i);
+    // The tail goes through aligned buffers: Highway 1.0.3's MaskedLoad is a full aligned load
+    // on SSE4/SSSE3 and would fault on an unaligned tail.
+    HWY_ALIGN T ta[hn::MaxLanes(d)] = {}, tb[hn::MaxLanes(d)] = {};
+    for (size_t k = 0; i + k < n; ++k) {
+      ta[k] = a[i + k];
+      tb[k] = b[i + k];
+    }
+    hn::Store(ApplyBinary(d, op, hn::Load(d, ta), hn::Load(d, tb)), d, ta);
+    for (size_t k = 0; i + k < n; ++k) out[i + k] = ta[k];
   }
 }
 
@@ -72,8 +78,10 @@ void UnaryTyped(int op, const T* x, T* out, size_t n) {
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) hn::StoreU(ApplyUnary(d, op, hn::LoadU(d, x + i)), d, out + i);
   if (i < n) {
-    const auto m = hn::FirstN(d, n - i);
-    hn::BlendedStore(ApplyUnary(d, op, hn::MaskedLoad(m, d, x + i)), m, d, out + i);
+    HWY_ALIGN T tx[hn::MaxLanes(d)] = {};
+    for (size_t k = 0; i + k < n; ++k) tx[k] = x[i + k];
+    hn::Store(ApplyUnary(d, op, hn::Load(d, tx)), d, tx);
+    for (size_t k = 0; i + k < n; ++k) out[i + k] = tx[k];
   }
 }
 
