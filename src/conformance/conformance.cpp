@@ -58,55 +58,82 @@ std::vector<int64_t> ConformanceSizes(bool quick) {
   return {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 4097, 16411};
 }
 
+namespace {
+
+// Runs (or explains why not) one method for every target and dtype, as cells of `op`.
+void AddMethodCells(const std::string& op, DTypeSet op_dtypes, const catalog::MethodInfo* method,
+                    const std::string& no_method_note, const std::vector<std::string>& targets,
+                    const Options& options, std::vector<Cell>& cells,
+                    std::map<catalog::MethodId, std::map<std::string, std::map<DType, Measure>>>& results) {
+  const KernelPair k = method ? Kernels(method->id) : KernelPair{};
+  const auto runner = method ? Runners().find(std::string(method->family)) : Runners().end();
+  for (const std::string& target : targets) {
+    for (DType dtype : AllDTypes()) {
+      if (!op_dtypes.Contains(dtype)) continue;
+      Cell cell{op, method ? method->QualifiedName() : "", "cpu", target, std::string(DTypeName(dtype)),
+                "not_run", 0.0, ""};
+      if (method == nullptr) {
+        cell.note = no_method_note;
+      } else if (k.fast == nullptr) {
+        cell.note = "no SIMD kernel (scalar reference)";
+      } else if (k.reference == nullptr) {
+        cell.note = "no reference kernel";
+      } else if (runner == Runners().end()) {
+        cell.note = fmt::format("no conformance runner for family {}", method->family);
+      } else if (!method->dtypes.Contains(dtype)) {
+        cell.note = "dtype not accepted by the method";
+      } else {
+        auto& by_dtype = results[method->id][target];
+        auto it = by_dtype.find(dtype);
+        if (it == by_dtype.end()) {
+          cpu::ForceTarget(target);
+          const RunContext context{method->QualifiedName(), dtype, ConformanceSizes(options.quick),
+                                   0x5EEDull + static_cast<uint64_t>(method->id)};
+          Measure m;
+          try {
+            m = runner->second(k.reference, k.fast, context);
+          } catch (const std::exception& e) {
+            m.ok = false;
+            m.note = fmt::format("threw: {}", e.what());
+          }
+          it = by_dtype.emplace(dtype, m).first;
+        }
+        cell.status = it->second.ok ? "verified" : "failed";
+        cell.max_error = it->second.max_error;
+        cell.note = it->second.note;
+      }
+      cells.push_back(std::move(cell));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<Cell> RunCpuMatrix(const Options& options) {
   std::vector<std::string> targets = options.targets.empty() ? cpu::RunnableTargets() : options.targets;
   TargetGuard guard;
   std::vector<Cell> cells;
   std::map<catalog::MethodId, std::map<std::string, std::map<DType, Measure>>> results;
+  std::set<catalog::MethodId> covered;
   for (const catalog::OpInfo& op : catalog::Ops()) {
     if (!op.alias_of.empty()) continue;
     if (!options.only_op.empty() && op.id != options.only_op) continue;
     const bool single = op.link == catalog::LinkKind::Direct && op.methods.size() == 1;
     const catalog::MethodInfo* method = single ? &catalog::Method(op.methods[0]) : nullptr;
-    const KernelPair k = method ? Kernels(method->id) : KernelPair{};
-    const auto runner = method ? Runners().find(std::string(method->family)) : Runners().end();
-    for (const std::string& target : targets) {
-      for (DType dtype : AllDTypes()) {
-        if (!op.dtypes.Contains(dtype)) continue;
-        Cell cell{op.id, method ? method->QualifiedName() : "", "cpu", target, std::string(DTypeName(dtype)),
-                  "not_run", 0.0, ""};
-        if (method == nullptr) {
-          cell.note = op.link == catalog::LinkKind::GraphOnly ? "graph-only op" : "composite: covered by its methods";
-        } else if (k.fast == nullptr) {
-          cell.note = "no SIMD kernel (scalar reference)";
-        } else if (k.reference == nullptr) {
-          cell.note = "no reference kernel";
-        } else if (runner == Runners().end()) {
-          cell.note = fmt::format("no conformance runner for family {}", method->family);
-        } else if (!method->dtypes.Contains(dtype)) {
-          cell.note = "dtype not accepted by the method";
-        } else {
-          auto& by_dtype = results[method->id][target];
-          auto it = by_dtype.find(dtype);
-          if (it == by_dtype.end()) {
-            cpu::ForceTarget(target);
-            const RunContext context{method->QualifiedName(), dtype, ConformanceSizes(options.quick),
-                                     0x5EEDull + static_cast<uint64_t>(method->id)};
-            Measure m;
-            try {
-              m = runner->second(k.reference, k.fast, context);
-            } catch (const std::exception& e) {
-              m.ok = false;
-              m.note = fmt::format("threw: {}", e.what());
-            }
-            it = by_dtype.emplace(dtype, m).first;
-          }
-          cell.status = it->second.ok ? "verified" : "failed";
-          cell.max_error = it->second.max_error;
-          cell.note = it->second.note;
-        }
-        cells.push_back(std::move(cell));
-      }
+    if (method != nullptr) covered.insert(method->id);
+    AddMethodCells(op.id, op.dtypes, method,
+                   op.link == catalog::LinkKind::GraphOnly ? "graph-only op" : "composite: covered by its methods",
+                   targets, options, cells, results);
+  }
+  // Fast methods reached only through a composite op (e.g. Activation.LeakyReLU under
+  // activation.leaky_relu) get cells of their own under that op's ID.
+  for (const catalog::OpInfo& op : catalog::Ops()) {
+    if (!op.alias_of.empty() || op.methods.size() < 2) continue;
+    if (!options.only_op.empty() && op.id != options.only_op) continue;
+    for (catalog::MethodId id : op.methods) {
+      if (covered.contains(id) || !cpu::simd::Table().Has(id)) continue;
+      covered.insert(id);
+      AddMethodCells(op.id, catalog::Method(id).dtypes, &catalog::Method(id), "", targets, options, cells, results);
     }
   }
   return cells;
