@@ -1,6 +1,8 @@
 # make demo: install missing packages, build, run the main job.
 # make test: install missing packages, build, run the test suite.
 BUILD ?= build
+# ccache keys on relative paths, so clones in other folders (CI) reuse the cache.
+export CCACHE_BASEDIR := $(CURDIR)
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
