@@ -18,6 +18,7 @@
 
 #include "backplane/backend/backend.hpp"
 #include "backplane/convert.hpp"
+#include "backplane/cpu/threads.hpp"
 #include "backplane/random.hpp"
 #include "conformance/runner.hpp"
 
@@ -110,6 +111,25 @@ bool Thorough(const RunContext& c) {
   return false;
 }
 
+// The quick matrix runs its few sizes over 64K elements (several chunks) on one thread: the
+// chunked code paths are the same, and OpenMP regions stall under qemu-user, where the quick
+// matrix verifies the Arm targets. The full matrix uses the configured thread count.
+class QuickThreads {
+ public:
+  explicit QuickThreads(const RunContext& c) : previous_(cpu::NumThreads()), active_(!Thorough(c)) {
+    if (active_) cpu::SetNumThreads(1);
+  }
+  ~QuickThreads() {
+    if (active_) cpu::SetNumThreads(previous_);
+  }
+  QuickThreads(const QuickThreads&) = delete;
+  QuickThreads& operator=(const QuickThreads&) = delete;
+
+ private:
+  int previous_;
+  bool active_;
+};
+
 void StoreAsDouble(std::vector<uint8_t>& s, DType dtype, int64_t i, double v) {
   const auto k = static_cast<size_t>(i);
   switch (dtype) {
@@ -139,6 +159,7 @@ struct QuantCase {
 constexpr QuantCase kQuantCases[] = {{0.05f, 0}, {0.25f, -3}, {1.0f, 100}, {3.0f, -128}, {1e-3f, 127}};
 
 Measure RunQuant(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  const QuickThreads threads(c);
   Measure m;
   const auto r = Unerase<QuantFn>(ref), f = Unerase<QuantFn>(fast);
   for (const DType src : kFloatFormats) {
@@ -219,6 +240,7 @@ Measure RunQuant(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
 // ---- Dequant -----------------------------------------------------------------------------------
 
 Measure RunDequant(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  const QuickThreads threads(c);
   Measure m;
   const auto r = Unerase<DequantFn>(ref), f = Unerase<DequantFn>(fast);
   const bool int4 = c.dtype == DType::Int4;
@@ -359,6 +381,7 @@ std::vector<int64_t> PosPopSizes(const RunContext& c) {
 
 template <class Word>
 Measure RunPosPop(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  const QuickThreads threads(c);
   using Fn = void (*)(int64_t*, const Word*, int64_t);
   using Call = std::function<void(int64_t*, const Word*, int64_t)>;
   const Call r = Unerase<Fn>(ref), f = Unerase<Fn>(fast);
@@ -369,6 +392,7 @@ Measure RunPosPop(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
 }
 
 Measure RunPosPopString(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  const QuickThreads threads(c);
   const auto rs = Unerase<PosPopStringFn>(ref), fs = Unerase<PosPopStringFn>(fast);
   using Call = std::function<void(int64_t*, const uint8_t*, int64_t)>;
   auto as_string = [](PosPopStringFn fn) {

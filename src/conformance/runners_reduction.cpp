@@ -17,6 +17,7 @@
 
 #include "backplane/backend/backend.hpp"
 #include "backplane/convert.hpp"
+#include "backplane/cpu/threads.hpp"
 #include "backplane/random.hpp"
 #include "conformance/runner.hpp"
 
@@ -138,6 +139,25 @@ bool Thorough(const RunContext& c) {
   return false;
 }
 
+// The quick matrix runs its few sizes over 64K elements (several chunks) on one thread: the
+// chunked code paths are the same, and OpenMP regions stall under qemu-user, where the quick
+// matrix verifies the Arm targets. The full matrix uses the configured thread count.
+class QuickThreads {
+ public:
+  explicit QuickThreads(const RunContext& c) : previous_(cpu::NumThreads()), active_(!Thorough(c)) {
+    if (active_) cpu::SetNumThreads(1);
+  }
+  ~QuickThreads() {
+    if (active_) cpu::SetNumThreads(previous_);
+  }
+  QuickThreads(const QuickThreads&) = delete;
+  QuickThreads& operator=(const QuickThreads&) = delete;
+
+ private:
+  int previous_;
+  bool active_;
+};
+
 // ---- Reduce ------------------------------------------------------------------------------------
 
 // The input sets of one size: random with specials (+-0, +-Inf, NaN, +-60, 1e-30 mixed in),
@@ -182,6 +202,7 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> ReduceInputs(const Run
 }
 
 Measure RunReduce(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  const QuickThreads threads(c);
   Measure m;
   const bool exact = c.method == "Reduction.ReduceMin" || c.method == "Reduction.ReduceMax";
   const Tolerance tol = ScalarTolerance(c.dtype);
@@ -214,6 +235,7 @@ Measure RunReduce(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
 // ---- Dot ---------------------------------------------------------------------------------------
 
 Measure RunDot(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  const QuickThreads threads(c);
   Measure m;
   const Tolerance tol = ScalarTolerance(c.dtype);
   for (int64_t n : WithLarge(c.sizes)) {
@@ -263,6 +285,7 @@ std::vector<std::pair<int64_t, int64_t>> RowShapes(const std::vector<int64_t>& s
 
 template <bool kLayerNorm>
 Measure RunNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  const QuickThreads threads(c);
   Measure m;
   const Tolerance tol = DefaultTolerance(c.dtype);
   auto call = [&](ErasedKernel k, const void* in, const void* scale, const void* bias, void* out, int64_t rows,

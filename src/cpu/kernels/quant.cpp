@@ -5,10 +5,9 @@
 // f64): a correctly rounded division gives the same bits as the reference's scalar x / scale
 // (a multiply by 1 / scale would not). It is rounded half to even independently of the
 // floating-point environment: by roundps/FRINTN where the target has them, else by hand from
-// trunc(q) and the exact remainder.
-// f16/bf16 are widened to f32 exactly. The reference throws on a NaN before writing anything, so
-// the whole source is scanned first (one extra read pass: the price of never writing a partial
-// output).
+// trunc(q) and the exact remainder. f16/bf16 are widened to f32 exactly. The reference throws on
+// a NaN before writing anything, so the whole source is scanned first (one extra read pass: the
+// price of never writing a partial output).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/kernels/quant.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

@@ -123,6 +123,12 @@ double SumT(const void* p, size_t n) {
     return kAbs ? hn::Abs(v) : v;
   };
   size_t i = 0;
+  for (; i + 8 * lanes <= n; i += 8 * lanes) {  // eight loads in flight per iteration
+    a0 = hn::Add(a0, hn::Add(load(i), load(i + 4 * lanes)));
+    a1 = hn::Add(a1, hn::Add(load(i + lanes), load(i + 5 * lanes)));
+    a2 = hn::Add(a2, hn::Add(load(i + 2 * lanes), load(i + 6 * lanes)));
+    a3 = hn::Add(a3, hn::Add(load(i + 3 * lanes), load(i + 7 * lanes)));
+  }
   for (; i + 4 * lanes <= n; i += 4 * lanes) {
     a0 = hn::Add(a0, load(i));
     a1 = hn::Add(a1, load(i + lanes));
