@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "backplane/cpu/cpu_backend.hpp"
 #include "backplane/cpu/targets.hpp"
 #include "backplane/error.hpp"
 #include "conformance/runner.hpp"
@@ -22,6 +23,13 @@ const RunnerRegistry& Runners() {
     RegisterReductionRunners(r);
     RegisterNnRunners(r);
     RegisterQuantRunners(r);
+    RegisterResearchBinaryRunners(r);
+    RegisterPhysicsRunners(r);
+    RegisterCausalRunners(r);
+    RegisterNormRunners(r);
+    RegisterLossRunners(r);
+    RegisterTrainingRunners(r);
+    RegisterResearchRunners(r);
     return r;
   }();
   return registry;
@@ -75,7 +83,8 @@ void AddMethodCells(const std::string& op, DTypeSet op_dtypes, const catalog::Me
       if (method == nullptr) {
         cell.note = no_method_note;
       } else if (k.fast == nullptr) {
-        cell.note = "no SIMD kernel (scalar reference)";
+        const std::string reason = cpu::ScalarByDesignReason(method->id);
+        cell.note = reason.empty() ? "no SIMD kernel (scalar reference)" : "scalar by design: " + reason;
       } else if (k.reference == nullptr) {
         cell.note = "no reference kernel";
       } else if (runner == Runners().end()) {

@@ -48,11 +48,23 @@ void CompareStorage(const std::vector<uint8_t>& got, const std::vector<uint8_t>&
                     int64_t count, Tolerance tol, const std::string& where, Measure& m);
 void CompareScalar(double got, double want, Tolerance tol, const std::string& where, Measure& m);
 
+// Runs the reference call, then the fast one. True when both returned; when either threw, both
+// must have thrown the same message (else m records the failure) and the outputs are not compared.
+bool RunBoth(const std::function<void()>& reference, const std::function<void()>& fast, const std::string& where,
+             Measure& m);
+
 // The family runners, grouped by file.
 void RegisterElementwiseRunners(RunnerRegistry& registry);  // Unary, Binary, Axpy
 void RegisterActivationRunners(RunnerRegistry& registry);   // UnaryParam1/2, PReLUV, GLU families
 void RegisterReductionRunners(RunnerRegistry& registry);    // Reduce, Dot, norms, RowReduce, losses
 void RegisterNnRunners(RunnerRegistry& registry);           // Matmul, attention, conv, pool
 void RegisterQuantRunners(RunnerRegistry& registry);        // Dequant, Quant, PosPop
+void RegisterResearchBinaryRunners(RunnerRegistry& registry);  // BinaryOut
+void RegisterPhysicsRunners(RunnerRegistry& registry);      // Laplacian, Stencil1D, FFT, Madelung
+void RegisterCausalRunners(RunnerRegistry& registry);       // Cholesky, causal, Hawkes families
+void RegisterNormRunners(RunnerRegistry& registry);         // Group/Instance/BatchNorm, RoPE, masks
+void RegisterLossRunners(RunnerRegistry& registry);         // losses, gradients, sampling, dropout
+void RegisterTrainingRunners(RunnerRegistry& registry);     // optimizers, embedding, shape
+void RegisterResearchRunners(RunnerRegistry& registry);     // VSA, active inference, PC, Outer
 
 }  // namespace backplane::conformance

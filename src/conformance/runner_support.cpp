@@ -69,29 +69,67 @@ std::vector<uint8_t> RandomStorage(DType dtype, int64_t count, uint64_t seed, do
   return s;
 }
 
-void CompareScalar(double got, double want, Tolerance tol, const std::string& where, Measure& m) {
+namespace {
+
+// Compares one value; `where` and `index` name it in the note, formatted only on failure.
+void CompareOne(double got, double want, Tolerance tol, const std::string& where, int64_t index, Measure& m) {
+  auto fail = [&] {
+    if (!m.ok) return;
+    m.ok = false;
+    m.note = index < 0 ? fmt::format("{}: got {}, want {}", where, got, want)
+                       : fmt::format("{}[{}]: got {}, want {}", where, index, got, want);
+  };
   if (std::isnan(got) && std::isnan(want)) return;
   if (std::isinf(want) || std::isinf(got)) {
-    if (got != want && m.ok) {
-      m.ok = false;
-      m.note = fmt::format("{}: got {}, want {}", where, got, want);
+    if (got != want) {
+      fail();
+      m.max_error = INFINITY;
     }
-    if (got != want) m.max_error = INFINITY;
     return;
   }
   const double err = std::fabs(got - want);
   if (!(err <= m.max_error)) m.max_error = std::isnan(err) ? INFINITY : std::max(m.max_error, err);
-  if (!(err <= tol.abs + tol.rel * std::fabs(want)) && m.ok) {
-    m.ok = false;
-    m.note = fmt::format("{}: got {}, want {}", where, got, want);
-  }
+  if (!(err <= tol.abs + tol.rel * std::fabs(want))) fail();
+}
+
+}  // namespace
+
+void CompareScalar(double got, double want, Tolerance tol, const std::string& where, Measure& m) {
+  CompareOne(got, want, tol, where, -1, m);
 }
 
 void CompareStorage(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype, int64_t count,
                     Tolerance tol, const std::string& where, Measure& m) {
   for (int64_t i = 0; i < count; ++i) {
-    CompareScalar(LoadAsDouble(got, dtype, i), LoadAsDouble(want, dtype, i), tol, fmt::format("{}[{}]", where, i), m);
+    CompareOne(LoadAsDouble(got, dtype, i), LoadAsDouble(want, dtype, i), tol, where, i, m);
   }
+}
+
+bool RunBoth(const std::function<void()>& reference, const std::function<void()>& fast, const std::string& where,
+             Measure& m) {
+  std::string ref_error, fast_error;
+  bool ref_threw = false, fast_threw = false;
+  try {
+    reference();
+  } catch (const std::exception& e) {
+    ref_threw = true;
+    ref_error = e.what();
+  }
+  try {
+    fast();
+  } catch (const std::exception& e) {
+    fast_threw = true;
+    fast_error = e.what();
+  }
+  if (ref_threw != fast_threw || ref_error != fast_error) {
+    if (m.ok) {
+      m.ok = false;
+      m.note = fmt::format("{}: reference {}, fast kernel {}", where, ref_threw ? "threw '" + ref_error + "'" : "returned",
+                           fast_threw ? "threw '" + fast_error + "'" : "returned");
+    }
+    return false;
+  }
+  return !ref_threw;
 }
 
 }  // namespace backplane::conformance

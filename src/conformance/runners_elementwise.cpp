@@ -21,6 +21,7 @@ std::vector<uint8_t> Shifted(const std::vector<uint8_t>& s, size_t offset) {
 using UnaryFn = BP_RET_Unary (*)(BP_PARAMS_Unary);
 using BinaryFn = BP_RET_Binary (*)(BP_PARAMS_Binary);
 using AxpyFn = BP_RET_Axpy (*)(BP_PARAMS_Axpy);
+using BinaryOutFn = BP_RET_BinaryOut (*)(BP_PARAMS_BinaryOut);
 
 Measure RunUnary(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   Measure m;
@@ -71,7 +72,36 @@ Measure RunAxpy(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   return m;
 }
 
+// output[i] = f(left[i], right[i]) (the research surfaces' shared shape). Some methods reject
+// inputs outside their domain (e.g. probabilities); then the fast kernel must throw the same error.
+Measure RunBinaryOut(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  Measure m;
+  const Tolerance tol = DefaultTolerance(c.dtype);
+  for (int64_t n : c.sizes) {
+    for (bool specials : {false, true}) {
+      const size_t off = Offset(c.dtype, n);
+      const uint64_t seed = c.seed + static_cast<uint64_t>(n) + (specials ? 31 : 0);
+      const auto a = Shifted(RandomStorage(c.dtype, n, seed, 2.0, specials), off);
+      const auto b = Shifted(RandomStorage(c.dtype, n, seed + 7919, 2.0, specials), off);
+      auto want = std::vector<uint8_t>(a.size(), 0xA5);
+      auto got = want;
+      const std::string where = fmt::format("n={}{} out", n, specials ? " (specials)" : "");
+      if (!RunBoth([&] { Unerase<BinaryOutFn>(ref)(a.data() + off, b.data() + off, want.data() + off, n, c.dtype); },
+                   [&] { Unerase<BinaryOutFn>(fast)(a.data() + off, b.data() + off, got.data() + off, n, c.dtype); },
+                   where, m)) {
+        continue;
+      }
+      got.erase(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(off));
+      want.erase(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(off));
+      CompareStorage(got, want, c.dtype, n, tol, where, m);
+    }
+  }
+  return m;
+}
+
 }  // namespace
+
+void RegisterResearchBinaryRunners(RunnerRegistry& r) { r["BinaryOut"] = RunBinaryOut; }
 
 void RegisterElementwiseRunners(RunnerRegistry& r) {
   r["Unary"] = RunUnary;

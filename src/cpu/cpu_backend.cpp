@@ -80,4 +80,11 @@ bool Implements(catalog::MethodId id) { return ref::Table().Has(id) || simd::Tab
 
 bool HasFastKernel(catalog::MethodId id) { return simd::Table().Has(id); }
 
+std::string ScalarByDesignReason(catalog::MethodId id) {
+  if (HasFastKernel(id)) return "";
+  const auto& reasons = simd::Table().scalar_by_design;
+  const auto it = reasons.find(id);
+  return it == reasons.end() ? "" : it->second;
+}
+
 }  // namespace backplane::cpu

@@ -1,6 +1,8 @@
 // One function-pointer slot per catalog method. A null slot means "no kernel".
 #pragma once
 
+#include <map>
+
 #include "backplane/backend/backend.hpp"
 #include "backplane/catalog/catalog.hpp"
 
@@ -20,6 +22,11 @@ struct KernelTable {
     }
     return false;
   }
+
+  // Methods a surface leaves on the scalar reference on purpose (a sequential recurrence, an
+  // index-chasing loop, pure data movement), with the reason the dispatch matrix shows.
+  std::map<catalog::MethodId, const char*> scalar_by_design;
+  void ScalarByDesign(catalog::MethodId id, const char* reason) { scalar_by_design[id] = reason; }
 };
 
 }  // namespace backplane::cpu

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "backplane/backend/backend.hpp"
 #include "backplane/catalog/catalog.hpp"
@@ -20,5 +21,7 @@ std::unique_ptr<Backend> CreateReferenceBackend();
 bool Implements(catalog::MethodId id);
 // Whether a fast kernel overrides the reference for the method.
 bool HasFastKernel(catalog::MethodId id);
+// Why a method has no fast kernel on purpose (empty: none given, or it has one).
+std::string ScalarByDesignReason(catalog::MethodId id);
 
 }  // namespace backplane::cpu
