@@ -10,6 +10,8 @@
 #   JOBS=$(nproc)  NICE=15      build parallelism and niceness
 #   ARM_SKIP_INSTALL=1          do not touch packages (fail at configure if something is missing)
 #   ARM_TIMEOUT=3600            seconds allowed per qemu run
+#   ARM_RECORD=1                on success, copy the first CPU's verification record to
+#                               docs/verify-arm.json (the Arm columns of the generated matrices)
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -121,7 +123,9 @@ for cpu in $cpus; do
   t1=$(date +%s)
 
   json="$build/verify-$tag.json"
-  if ! qemu "$cpu" "$build/backplane" verify --quick --format json >"$json" 2>"$build/verify-$tag.err"; then
+  machine="qemu-aarch64 $(qemu-aarch64 --version | head -1 | sed -n 's/.*version \([0-9.]*\).*/\1/p') -cpu $cpu (emulated on $(uname -m))"
+  if ! qemu "$cpu" "$build/backplane" verify --quick --record "$json" --machine "$machine" \
+         >/dev/null 2>"$build/verify-$tag.err"; then
     cat "$build/verify-$tag.err"; log "backplane verify failed on -cpu $cpu"; cpu_fail=1
   fi
   t2=$(date +%s)
@@ -133,7 +137,7 @@ for cpu in $cpus; do
 import collections, json, sys
 path, supported, selected = sys.argv[1], sys.argv[2].split(), sys.argv[3]
 try:
-    cells = json.load(open(path))
+    cells = json.load(open(path))["cells"]
 except Exception as e:
     print(f"unreadable verify JSON: {e}"); sys.exit(2)
 per = collections.defaultdict(collections.Counter)
@@ -168,3 +172,8 @@ if ((failures)); then
   exit 1
 fi
 echo "OK: all $(wc -w <<<"$cpus") qemu CPUs verified"
+if [[ "${ARM_RECORD:-0}" == 1 ]]; then
+  first=$(awk '{print $1}' <<<"$cpus")
+  cp "$build/verify-${first//[^A-Za-z0-9_.-]/_}.json" docs/verify-arm.json
+  echo "wrote docs/verify-arm.json (from -cpu $first); run \`make docs\` to regenerate the matrices"
+fi

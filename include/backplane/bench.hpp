@@ -25,7 +25,7 @@ struct Workload {
   std::string shape;    // human-readable problem size
   double bytes = 0;     // compulsory memory traffic per call (reads + writes)
   double flops = 0;     // floating-point operations per call (0 for bandwidth-bound ops)
-  std::string limit;    // "triad", "read" or "fma": the limit to compare with
+  std::string limit;    // "triad", "read" or "fma": the limit to compare with; "none": time only
   // Allocates inputs and returns the call to time.
   std::function<std::function<void()>(Backend&)> setup;
 };

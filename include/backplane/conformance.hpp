@@ -50,10 +50,21 @@ struct Record {
 nlohmann::json RecordToJson(const Record& record);
 Record RecordFromJson(const nlohmann::json& json);
 
-// The generated documents (T1.3, T1.4, T1.5) from the catalog and a verification record.
-std::string CpuDispatchMatrixMarkdown(const Record& record);
-std::string DeviceBackendMatrixMarkdown(const Record& record);
-std::string BackendCoverageMarkdown(const Record& record);
+// A record and the file it was read from (e.g. "docs/verify-cpu.json").
+struct NamedRecord {
+  std::string file;
+  Record record;
+};
+
+// The records the generated documents are built from, in `docs_dir`: verify-cpu.json (this
+// machine's run, required) and verify-arm.json (the qemu-aarch64 run of scripts/arm-conformance.sh,
+// optional). For a target in several records, the first record wins.
+std::vector<NamedRecord> LoadRecords(const std::string& docs_dir);
+
+// The generated documents (T1.3, T1.4, T1.5) from the catalog and the verification records.
+std::string CpuDispatchMatrixMarkdown(const std::vector<NamedRecord>& records);
+std::string DeviceBackendMatrixMarkdown(const std::vector<NamedRecord>& records);
+std::string BackendCoverageMarkdown(const std::vector<NamedRecord>& records);
 std::string CellsMarkdown(const std::vector<Cell>& cells);
 
 }  // namespace backplane::conformance

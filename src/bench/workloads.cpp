@@ -6,21 +6,19 @@
 #include <memory>
 #include <vector>
 
+#include <cblas.h>
+#include <omp.h>
+
 #include "backplane/bench.hpp"
+#include "backplane/convert.hpp"
+#include "backplane/cpu/threads.hpp"
 #include "backplane/random.hpp"
+#include "bench/bench_data.hpp"
+
+extern "C" void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
 
 namespace backplane::bench {
 namespace {
-
-constexpr int64_t k16M = 16 << 20;
-
-std::shared_ptr<std::vector<float>> Random(int64_t n, uint64_t seed, float lo = -4, float hi = 4) {
-  auto v = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    (*v)[static_cast<size_t>(i)] = lo + (hi - lo) * PhiloxUniformFloat(seed, 0, static_cast<uint64_t>(i));
-  }
-  return v;
-}
 
 Workload Unary(const std::string& op, const std::string& surface, void (ActivationSurface::*m)(BP_PARAMS_Unary)) {
   return {op, surface, "16M", 8.0 * k16M, 0, "triad", [m](Backend& b) {
@@ -48,6 +46,60 @@ Workload Matmul(int64_t n) {
           }};
 }
 
+// Matmul with 16-bit operands (f16 or bf16 storage, f32 accumulation).
+Workload Matmul16(int64_t n, DType dtype) {
+  return {"math.matmul", "Matmul", fmt::format("{0}x{0}x{0} {1}", n, DTypeName(dtype)), 6.0 * n * n, 2.0 * n * n * n, "fma",
+          [n, dtype](Backend& b) {
+            auto to16 = [dtype](const std::vector<float>& v) {
+              auto out = std::make_shared<std::vector<uint16_t>>(v.size());
+              for (size_t i = 0; i < v.size(); ++i) (*out)[i] = dtype == DType::Float16 ? F32ToF16(v[i]) : F32ToBF16(v[i]);
+              return out;
+            };
+            auto a = to16(*Random(n * n, 1, -1, 1)), c = to16(*Random(n * n, 2, -1, 1));
+            auto y = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n * n));
+            return std::function<void()>([&b, n, dtype, a, c, y] { b.Matmul().Matmul(y->data(), a->data(), c->data(), n, n, n, dtype); });
+          }};
+}
+
+// Runs a peer library call with as many OpenMP threads as Backplane uses (OpenBLAS's OpenMP build
+// follows omp_set_num_threads), so `BACKPLANE_NUM_THREADS=1` times both on one core.
+template <class F>
+void WithBackplaneThreads(F&& call) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(cpu::NumThreads());
+  call();
+  omp_set_num_threads(saved);
+}
+
+// The peer in the same run: OpenBLAS sgemm on the same problem (not a Backplane op).
+Workload OpenBlasSgemm(int64_t n) {
+  return {"peer.openblas_sgemm", "peer", fmt::format("{0}x{0}x{0}", n), 12.0 * n * n, 2.0 * n * n * n, "fma", [n](Backend&) {
+            auto a = Random(n * n, 1), c = Random(n * n, 2);
+            auto y = std::make_shared<std::vector<float>>(static_cast<size_t>(n * n));
+            return std::function<void()>([n, a, c, y] {
+              const int m = static_cast<int>(n);
+              WithBackplaneThreads([&] {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, a->data(), m, c->data(), m, 0.0f,
+                            y->data(), m);
+              });
+            });
+          }};
+}
+
+// A = M M^T + n I (SPD), in f64.
+std::shared_ptr<std::vector<double>> SpdMatrix(int n) {
+  auto a = std::make_shared<std::vector<double>>(static_cast<size_t>(n) * n);
+  auto m = Random(static_cast<int64_t>(n) * n, 1, -1, 1);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j <= i; ++j) {
+      double s = 0;
+      for (int k = 0; k < n; k += 16) s += (*m)[i * n + k] * (*m)[j * n + k];
+      (*a)[static_cast<size_t>(i) * n + j] = (*a)[static_cast<size_t>(j) * n + i] = s + (i == j ? n : 0);
+    }
+  }
+  return a;
+}
+
 Workload Rows(const std::string& op, const std::string& surface, int which) {
   constexpr int64_t kRows = 4096, kCols = 4096;
   return {op, surface, "4096x4096", 8.0 * kRows * kCols, 0, "triad", [which](Backend& b) {
@@ -58,6 +110,10 @@ Workload Rows(const std::string& op, const std::string& surface, int which) {
               if (which == 0) {
                 for (int64_t r = 0; r < kRows; ++r) {
                   b.Activation().Softmax(y->data() + r * kCols, x->data() + r * kCols, kCols, DType::Float32);
+                }
+              } else if (which == 3) {
+                for (int64_t r = 0; r < kRows; ++r) {
+                  b.Activation().LogSoftmax(y->data() + r * kCols, x->data() + r * kCols, kCols, DType::Float32);
                 }
               } else if (which == 1) {
                 b.LayerNorm().LayerNorm(x->data(), g->data(), beta->data(), y->data(), kRows, kCols, DType::Float32);
@@ -100,6 +156,7 @@ std::vector<Workload> Workloads() {
   w.push_back(Unary("activation.gelu", "Activation", &ActivationSurface::Gelu));
   w.push_back(Unary("activation.gelu_tanh", "Activation", &ActivationSurface::GeluTanh));
   w.push_back(Rows("math.softmax", "Activation", 0));
+  w.push_back(Rows("activation.log_softmax", "Activation", 3));
   w.push_back(Rows("math.layernorm", "LayerNorm", 1));
   w.push_back(Rows("math.rmsnorm", "LayerNorm", 2));
   w.push_back({"reduction.sum", "Reduction", "16M", 4.0 * k16M, 0, "read", [](Backend& b) {
@@ -138,7 +195,19 @@ std::vector<Workload> Workloads() {
                    b.PosPop().Count64(counts, buf->data(), static_cast<int64_t>(buf->size()));
                  });
                }});
-  for (int64_t n : {512, 1024, 2048}) w.push_back(Matmul(n));
+  for (int64_t n : {512, 1024, 2048}) {
+    w.push_back(Matmul(n));
+    w.push_back(OpenBlasSgemm(n));
+  }
+  w.push_back(Matmul16(1024, DType::BFloat16));
+  w.push_back(Matmul16(1024, DType::Float16));
+  w.push_back({"math.matmul", "Matmul", "1x4096x4096 (matrix-vector)", 4.0 * (4096.0 * 4096 + 2 * 4096), 2.0 * 4096 * 4096,
+               "read", [](Backend& b) {
+                 auto x = Random(4096, 1), wt = Random(4096 * 4096, 2);
+                 auto y = std::make_shared<std::vector<float>>(4096);
+                 return std::function<void()>(
+                     [&b, x, wt, y] { b.Matmul().Matmul(y->data(), x->data(), wt->data(), 1, 4096, 4096, DType::Float32); });
+               }});
   w.push_back(Attention(false));
   w.push_back(Attention(true));
   w.push_back({"convolution.conv2d", "Convolution", "batch 8, 64->64, 56x56, 3x3, pad 1",
@@ -170,20 +239,25 @@ std::vector<Workload> Workloads() {
                }});
   w.push_back({"causal.cholesky", "Causal", "1024x1024 f64", 16.0 * 1024 * 1024, 1024.0 * 1024 * 1024 / 3.0, "fma",
                [](Backend& b) {
-                 // A = M M^T + n I (SPD), in f64.
                  constexpr int n = 1024;
-                 auto a = std::make_shared<std::vector<double>>(static_cast<size_t>(n) * n);
-                 auto m = Random(static_cast<int64_t>(n) * n, 1, -1, 1);
-                 for (int i = 0; i < n; ++i) {
-                   for (int j = 0; j <= i; ++j) {
-                     double s = 0;
-                     for (int k = 0; k < n; k += 16) s += (*m)[i * n + k] * (*m)[j * n + k];
-                     (*a)[static_cast<size_t>(i) * n + j] = (*a)[static_cast<size_t>(j) * n + i] = s + (i == j ? n : 0);
-                   }
-                 }
+                 auto a = SpdMatrix(n);
                  auto l = std::make_shared<std::vector<double>>(static_cast<size_t>(n) * n);
                  return std::function<void()>([&b, a, l] { b.Causal().Cholesky(a->data(), l->data(), n, DType::Float64); });
                }});
+  w.push_back({"peer.lapack_dpotrf", "peer", "1024x1024 f64", 16.0 * 1024 * 1024, 1024.0 * 1024 * 1024 / 3.0, "fma",
+               [](Backend&) {
+                 constexpr int n = 1024;
+                 auto a = SpdMatrix(n);
+                 auto work = std::make_shared<std::vector<double>>(a->size());
+                 return std::function<void()>([a, work] {
+                   *work = *a;  // dpotrf factors in place
+                   const char uplo = 'U';  // row-major lower = column-major upper
+                   int order = n, info = 0;
+                   WithBackplaneThreads([&] { dpotrf_(&uplo, &order, work->data(), &order, &info); });
+                 });
+               }});
+  AddTrainingWorkloads(w);
+  AddResearchWorkloads(w);
   return w;
 }
 

@@ -1,14 +1,16 @@
 // The generated matrices: T1.3 (CPU dispatch), T1.4 (devices) and T1.5 (coverage), from the
-// catalog, the kernel tables and a verification record. Registered and verified are separate.
+// catalog, the kernel tables and the verification records. Registered and verified are separate.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "backplane/conformance.hpp"
 #include "backplane/cpu/cpu_backend.hpp"
+#include "backplane/error.hpp"
 
 namespace backplane::conformance {
 namespace {
@@ -16,11 +18,12 @@ namespace {
 // Columns of the dispatch matrix, as named by BACKPLANE_CPU_TARGET.
 const std::vector<std::pair<std::string, std::string>>& Columns() {
   static const std::vector<std::pair<std::string, std::string>> columns = {
-      {"scalar", "Scalar"}, {"sse4", "SSE4"}, {"avx2", "AVX2"}, {"avx512", "AVX-512"}, {"neon", "NEON"}, {"sve", "SVE"}};
+      {"scalar", "Scalar"}, {"sse4", "SSE4"}, {"avx2", "AVX2"}, {"avx512", "AVX-512"},
+      {"neon", "NEON"},     {"sve", "SVE"},   {"sve2", "SVE2"}};
   return columns;
 }
 
-bool IsArmTarget(const std::string& t) { return t == "neon" || t == "sve"; }
+bool IsArmTarget(const std::string& t) { return t == "neon" || t == "sve" || t == "sve2"; }
 
 // Canonical ops that run one Backend method (the ones a kernel can be registered for).
 std::vector<const catalog::OpInfo*> ComputeOps() {
@@ -31,89 +34,146 @@ std::vector<const catalog::OpInfo*> ComputeOps() {
   return ops;
 }
 
+bool Registered(const catalog::OpInfo* op) { return cpu::HasFastKernel(op->methods[0]); }
+bool ScalarByDesign(const catalog::OpInfo* op) { return !cpu::ScalarByDesignReason(op->methods[0]).empty(); }
+
 struct OpStatus {
   int verified = 0, failed = 0, cells = 0;
   double max_error = 0.0;
 };
 
-// Per (op, target): how its dtype cells ended.
-std::map<std::string, std::map<std::string, OpStatus>> Summarize(const Record& r) {
+// The record that speaks for each target: the first one that ran it.
+std::map<std::string, const NamedRecord*> Owners(const std::vector<NamedRecord>& records) {
+  std::map<std::string, const NamedRecord*> owners;
+  for (const NamedRecord& r : records) {
+    for (const std::string& t : r.record.targets) owners.emplace(t, &r);
+  }
+  return owners;
+}
+
+// Per (op, target): how its dtype cells ended, from the owning record of each target.
+std::map<std::string, std::map<std::string, OpStatus>> Summarize(const std::vector<NamedRecord>& records) {
+  const auto owners = Owners(records);
   std::map<std::string, std::map<std::string, OpStatus>> s;
-  for (const Cell& c : r.cells) {
-    OpStatus& st = s[c.op][c.target];
-    ++st.cells;
-    if (c.status == "verified") ++st.verified;
-    if (c.status == "failed") ++st.failed;
-    if (c.status != "not_run") st.max_error = std::max(st.max_error, c.max_error);
+  for (const NamedRecord& r : records) {
+    for (const Cell& c : r.record.cells) {
+      const auto owner = owners.find(c.target);
+      if (owner == owners.end() || owner->second != &r) continue;
+      OpStatus& st = s[c.op][c.target];
+      ++st.cells;
+      if (c.status == "verified") ++st.verified;
+      if (c.status == "failed") ++st.failed;
+      if (c.status != "not_run") st.max_error = std::max(st.max_error, c.max_error);
+    }
   }
   return s;
 }
 
-std::string Header(const Record& r, const std::string& title, const std::string& what) {
-  return fmt::format(
-      "# {}\n\nGenerated from the catalog, the kernel tables and the verification record "
-      "`docs/verify-cpu.json` (written by `{}` on {}, CPU: {}). `make docs` regenerates it; a "
-      "test fails when it is stale. {}\n\n"
-      "\"Registered\" means a fast (Highway SIMD) kernel exists for the op; \"verified\" means it "
-      "matched the scalar reference in every accepted dtype on that target in the recorded run. "
-      "Targets this machine cannot run say \"not run here\", never \"yes\".\n\n",
-      title, r.command, r.date, r.cpu_model, what);
+// Registered ops of `ops` on `target`: verified in every dtype, failed, or without cells.
+struct TargetCount {
+  int verified = 0, failed = 0, not_run = 0;
+};
+TargetCount Count(const std::vector<const catalog::OpInfo*>& ops, const std::string& target,
+                  const std::map<std::string, std::map<std::string, OpStatus>>& status) {
+  TargetCount n;
+  for (const catalog::OpInfo* op : ops) {
+    if (!Registered(op)) continue;
+    const auto it = status.find(op->id);
+    if (it == status.end() || !it->second.contains(target) || it->second.at(target).verified +
+                                                                     it->second.at(target).failed == 0) {
+      ++n.not_run;
+      continue;
+    }
+    const OpStatus& st = it->second.at(target);
+    if (st.failed > 0) ++n.failed;
+    else if (st.verified == st.cells) ++n.verified;
+  }
+  return n;
 }
 
-bool Runnable(const Record& r, const std::string& target) {
-  return std::find(r.targets.begin(), r.targets.end(), target) != r.targets.end();
+std::string Header(const std::vector<NamedRecord>& records, const std::string& title, const std::string& what) {
+  std::string sources;
+  for (const NamedRecord& r : records) {
+    sources += fmt::format("\n- `{}`: written by `{}` on {}, CPU: {}; targets {}.", r.file, r.record.command,
+                           r.record.date, r.record.cpu_model, fmt::join(r.record.targets, ", "));
+  }
+  return fmt::format(
+      "# {}\n\nGenerated from the catalog, the kernel tables and the verification records below. "
+      "`make docs` regenerates it from this machine's run; `scripts/arm-conformance.sh` with "
+      "`ARM_RECORD=1` rewrites the Arm record. A test fails when it is stale. {}\n{}\n\n"
+      "\"Registered\" means a fast (Highway SIMD) kernel exists for the op; \"verified\" means it "
+      "matched the scalar reference in every accepted dtype on that target in the recorded run; "
+      "\"not run\" counts registered ops the record has no result for. Targets no record ran say "
+      "\"not run here\", never \"yes\".\n\n",
+      title, what, sources);
+}
+
+std::string TargetCell(const TargetCount& n, int registered) {
+  return fmt::format("registered {}, verified {}{}{}", registered, n.verified,
+                     n.failed ? fmt::format(", **failed {}**", n.failed) : "",
+                     n.not_run ? fmt::format(", not run {}", n.not_run) : "");
 }
 
 }  // namespace
 
-std::string CpuDispatchMatrixMarkdown(const Record& r) {
+std::vector<NamedRecord> LoadRecords(const std::string& docs_dir) {
+  std::vector<NamedRecord> records;
+  for (const char* name : {"verify-cpu.json", "verify-arm.json"}) {
+    std::ifstream f(docs_dir + "/" + name);
+    if (!f) {
+      if (records.empty()) throw Error(ErrorCode::InvalidArgument, "LoadRecords", fmt::format("{}/{} is missing", docs_dir, name));
+      continue;
+    }
+    std::stringstream text;
+    text << f.rdbuf();
+    records.push_back({fmt::format("docs/{}", name), RecordFromJson(nlohmann::json::parse(text.str()))});
+  }
+  return records;
+}
+
+std::string CpuDispatchMatrixMarkdown(const std::vector<NamedRecord>& records) {
   std::ostringstream md;
-  md << Header(r, "CPU dispatch matrix (T1.3)", "Rows are catalog domains; counts are ops.");
-  const auto status = Summarize(r);
+  md << Header(records, "CPU dispatch matrix (T1.3)", "Rows are catalog domains; counts are ops.");
+  const auto status = Summarize(records);
+  const auto owners = Owners(records);
   std::map<std::string, std::vector<const catalog::OpInfo*>> by_domain;
   for (const catalog::OpInfo* op : ComputeOps()) by_domain[op->domain].push_back(op);
-  md << "| Domain | Ops | SIMD registered |";
+  md << "| Domain | Ops | SIMD registered | Scalar by design |";
   for (const auto& [key, title] : Columns()) md << " " << title << " |";
-  md << "\n|---|---|---|";
+  md << "\n|---|---|---|---|";
   for (size_t i = 0; i < Columns().size(); ++i) md << "---|";
   md << "\n";
   for (const auto& [domain, ops] : by_domain) {
-    int registered = 0;
-    for (const catalog::OpInfo* op : ops) registered += cpu::HasFastKernel(op->methods[0]) ? 1 : 0;
-    md << "| " << domain << " | " << ops.size() << " | " << registered << " |";
+    int registered = 0, by_design = 0;
+    for (const catalog::OpInfo* op : ops) {
+      registered += Registered(op) ? 1 : 0;
+      by_design += ScalarByDesign(op) ? 1 : 0;
+    }
+    md << "| " << domain << " | " << ops.size() << " | " << registered << " | " << by_design << " |";
     for (const auto& [target, title] : Columns()) {
-      if (IsArmTarget(target)) {
-        md << " not built (x86 build); not run here |";
+      if (!owners.contains(target)) {
+        md << (IsArmTarget(target) ? " not run here (no Arm record) |" : fmt::format(" registered {}; not run here |", registered));
         continue;
       }
-      if (!Runnable(r, target)) {
-        md << fmt::format(" registered {}; not run here |", registered);
-        continue;
-      }
-      int verified = 0, failed = 0;
-      for (const catalog::OpInfo* op : ops) {
-        const auto it = status.find(op->id);
-        if (it == status.end() || !it->second.contains(target)) continue;
-        const OpStatus& st = it->second.at(target);
-        if (st.failed > 0) ++failed;
-        else if (st.verified > 0 && st.verified == st.cells) ++verified;
-      }
-      md << fmt::format(" registered {}, verified {}{} |", registered, verified,
-                        failed ? fmt::format(", **failed {}**", failed) : "");
+      md << " " << TargetCell(Count(ops, target, status), registered) << " |";
     }
     md << "\n";
   }
+  std::vector<std::string> targets;
+  for (const auto& [target, title] : Columns()) {
+    if (owners.contains(target)) targets.push_back(target);
+  }
   md << "\n## Ops with a SIMD kernel\n\n| Op | Method |";
-  for (const std::string& t : r.targets) md << " " << t << " |";
+  for (const std::string& t : targets) md << " " << t << " |";
   md << "\n|---|---|";
-  for (size_t i = 0; i < r.targets.size(); ++i) md << "---|";
+  for (size_t i = 0; i < targets.size(); ++i) md << "---|";
   md << "\n";
   for (const catalog::OpInfo* op : ComputeOps()) {
-    if (!cpu::HasFastKernel(op->methods[0])) continue;
+    if (!Registered(op)) continue;
     md << "| `" << op->id << "` | " << catalog::Method(op->methods[0]).QualifiedName() << " |";
-    for (const std::string& t : r.targets) {
+    for (const std::string& t : targets) {
       const auto it = status.find(op->id);
-      if (it == status.end() || !it->second.contains(t)) {
+      if (it == status.end() || !it->second.contains(t) || it->second.at(t).verified + it->second.at(t).failed == 0) {
         md << " not run |";
         continue;
       }
@@ -124,15 +184,27 @@ std::string CpuDispatchMatrixMarkdown(const Record& r) {
     }
     md << "\n";
   }
-  md << "\nOps without a SIMD kernel run the scalar reference on every target; the reference is "
-        "tested against independent goldens by the unit tests (tests/cpu/reference).\n";
+  md << "\n## Ops on the scalar reference by design\n\nSIMD cannot help these (the kernel file says why); "
+        "they run the scalar reference on every target.\n\n| Op | Method | Reason |\n|---|---|---|\n";
+  for (const catalog::OpInfo* op : ComputeOps()) {
+    if (!ScalarByDesign(op)) continue;
+    md << fmt::format("| `{}` | {} | {} |\n", op->id, catalog::Method(op->methods[0]).QualifiedName(),
+                      cpu::ScalarByDesignReason(op->methods[0]));
+  }
+  int rest = 0;
+  for (const catalog::OpInfo* op : ComputeOps()) rest += !Registered(op) && !ScalarByDesign(op) ? 1 : 0;
+  md << fmt::format(
+      "\n{} further ops have neither a SIMD kernel nor a reason yet and run the scalar reference. The "
+      "reference is tested against independent goldens by the unit tests (tests/cpu/reference).\n",
+      rest);
   return md.str();
 }
 
-std::string DeviceBackendMatrixMarkdown(const Record& r) {
+std::string DeviceBackendMatrixMarkdown(const std::vector<NamedRecord>& records) {
   std::ostringstream md;
-  md << Header(r, "Device backend matrix (T1.4)", "Rows are the seed's 119 required operation IDs.");
-  const auto status = Summarize(r);
+  md << Header(records, "Device backend matrix (T1.4)", "Rows are the seed's 119 required operation IDs.");
+  const auto status = Summarize(records);
+  const auto owners = Owners(records);
   md << "| # | Operation ID | CPU | CUDA | XLA | Metal |\n|---|---|---|---|---|---|\n";
   for (const catalog::OpInfo& op : catalog::Ops()) {
     if (!op.required) continue;
@@ -144,18 +216,19 @@ std::string DeviceBackendMatrixMarkdown(const Record& r) {
       bool all = true;
       for (catalog::MethodId id : canonical->methods) all = all && cpu::Implements(id);
       cpu = all ? "implemented (reference)" : "**not implemented**";
-      bool fast = canonical->methods.size() == 1 && cpu::HasFastKernel(canonical->methods[0]);
+      const bool fast = canonical->methods.size() == 1 && cpu::HasFastKernel(canonical->methods[0]);
       if (fast) {
         std::vector<std::string> verified;
         const auto it = status.find(canonical->id);
-        for (const std::string& t : r.targets) {
-          if (it != status.end() && it->second.contains(t) && it->second.at(t).failed == 0 &&
-              it->second.at(t).verified == it->second.at(t).cells) {
-            verified.push_back(t);
-          }
+        for (const auto& [t, title] : Columns()) {
+          if (!owners.contains(t) || it == status.end() || !it->second.contains(t)) continue;
+          const OpStatus& st = it->second.at(t);
+          if (st.failed == 0 && st.verified > 0 && st.verified == st.cells) verified.push_back(t);
         }
-        cpu = fmt::format("implemented, SIMD verified here on {}",
+        cpu = fmt::format("implemented, SIMD verified on {}",
                           verified.empty() ? std::string("no target") : fmt::format("{}", fmt::join(verified, ", ")));
+      } else if (canonical->methods.size() == 1 && !cpu::ScalarByDesignReason(canonical->methods[0]).empty()) {
+        cpu = "implemented (reference; scalar by design)";
       }
     }
     md << fmt::format("| {} | `{}` | {} | not built | not built | not built (Linux) |\n", op.required_index + 1, op.id, cpu);
@@ -164,39 +237,36 @@ std::string DeviceBackendMatrixMarkdown(const Record& r) {
   return md.str();
 }
 
-std::string BackendCoverageMarkdown(const Record& r) {
+std::string BackendCoverageMarkdown(const std::vector<NamedRecord>& records) {
   std::ostringstream md;
-  md << Header(r, "Backend coverage (T1.5)", "Rows are SIMD targets and devices.");
-  const auto status = Summarize(r);
+  md << Header(records, "Backend coverage (T1.5)", "Rows are SIMD targets and devices.");
+  const auto status = Summarize(records);
+  const auto owners = Owners(records);
   const auto ops = ComputeOps();
-  int registered = 0;
-  for (const catalog::OpInfo* op : ops) registered += cpu::HasFastKernel(op->methods[0]) ? 1 : 0;
-  md << "| Target | Applicable ops | Registered | Verified here | Failed |\n|---|---|---|---|---|\n";
+  int registered = 0, by_design = 0;
+  for (const catalog::OpInfo* op : ops) {
+    registered += Registered(op) ? 1 : 0;
+    by_design += ScalarByDesign(op) ? 1 : 0;
+  }
+  md << "| Target | Applicable ops | Registered | Scalar by design | Verified | Failed | Not run | Record |\n"
+        "|---|---|---|---|---|---|---|---|\n";
   for (const auto& [target, title] : Columns()) {
-    if (IsArmTarget(target)) {
-      md << fmt::format("| {} | {} | not built (x86 build) | not run here | — |\n", title, ops.size());
+    const auto owner = owners.find(target);
+    if (owner == owners.end()) {
+      md << fmt::format("| {} | {} | {} | {} | not run here | — | — | — |\n", title, ops.size(), registered, by_design);
       continue;
     }
-    if (!Runnable(r, target)) {
-      md << fmt::format("| {} | {} | {} | not run here | — |\n", title, ops.size(), registered);
-      continue;
-    }
-    int verified = 0, failed = 0;
-    for (const catalog::OpInfo* op : ops) {
-      const auto it = status.find(op->id);
-      if (it == status.end() || !it->second.contains(target)) continue;
-      const OpStatus& st = it->second.at(target);
-      if (st.failed > 0) ++failed;
-      else if (st.verified > 0 && st.verified == st.cells) ++verified;
-    }
-    md << fmt::format("| {} | {} | {} | {} | {} |\n", title, ops.size(), registered, verified, failed);
+    const TargetCount n = Count(ops, target, status);
+    md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | `{}` ({}) |\n", title, ops.size(), registered, by_design,
+                      n.verified, n.failed, n.not_run, owner->second->file, owner->second->record.cpu_model);
   }
   int implemented = 0;
   for (const catalog::OpInfo* op : ops) implemented += cpu::Implements(op->methods[0]) ? 1 : 0;
-  md << fmt::format("| CPU scalar reference | {} | {} | golden-tested by unit tests | — |\n", ops.size(), implemented);
-  md << fmt::format("| CUDA | {} | not built | not run here | — |\n", ops.size());
-  md << fmt::format("| XLA | {} | not built | not run here | — |\n", ops.size());
-  md << fmt::format("| Metal | {} | not built (Linux) | not run here | — |\n", ops.size());
+  md << fmt::format("| CPU scalar reference | {} | {} | — | golden-tested by unit tests | — | — | — |\n", ops.size(),
+                    implemented);
+  md << fmt::format("| CUDA | {} | not built | — | not run here | — | — | — |\n", ops.size());
+  md << fmt::format("| XLA | {} | not built | — | not run here | — | — | — |\n", ops.size());
+  md << fmt::format("| Metal | {} | not built (Linux) | — | not run here | — | — | — |\n", ops.size());
   return md.str();
 }
 
@@ -209,7 +279,8 @@ std::string CellsMarkdown(const std::vector<Cell>& cells) {
   }
   int not_run = 0;
   for (const Cell& c : cells) not_run += c.status == "not_run" ? 1 : 0;
-  md << fmt::format("\n{} further cells not run (no SIMD kernel, composite or graph-only ops).\n", not_run);
+  md << fmt::format("\n{} further cells not run (no SIMD kernel, scalar by design, composite or graph-only ops).\n",
+                    not_run);
   return md.str();
 }
 

@@ -24,7 +24,7 @@ constexpr Named kTargets[] = {
     {"avx512", HWY_AVX3}, {"avx2", HWY_AVX2}, {"sse4", HWY_SSE4}, {"ssse3", HWY_SSSE3},
 #endif
 #if HWY_ARCH_ARM
-    {"sve2", HWY_SVE2}, {"sve", HWY_SVE}, {"neon", HWY_NEON},
+    {"sve2_128", HWY_SVE2_128}, {"sve_256", HWY_SVE_256}, {"sve2", HWY_SVE2}, {"sve", HWY_SVE}, {"neon", HWY_NEON},
 #endif
     {"scalar", HWY_SCALAR}, {"scalar", HWY_EMU128},
 };

@@ -49,9 +49,14 @@ void RunBench(const BenchOptions& o) {
              limits.read_gbps);
   fmt::print("| Op | Size | Time | GB/s | GFLOP/s | Fraction of limit |\n|---|---|---|---|---|---|\n");
   for (const auto& r : results) {
-    fmt::print("| `{}` | {} | {:.3f} ms | {:.2f} | {} | {:.0f}% of {} |\n", r.workload.op, r.workload.shape, r.seconds * 1e3,
-               r.gbps, r.workload.flops > 0 ? fmt::format("{:.1f}", r.gflops) : "—", 100 * r.fraction,
-               r.workload.limit == "fma" ? "peak FMA" : r.workload.limit == "triad" ? "triad" : "read bandwidth");
+    const std::string& limit = r.workload.limit;
+    const std::string fraction =
+        limit == "none" ? "— (sequential: time only)"
+                        : fmt::format("{:.0f}% of {}", 100 * r.fraction,
+                                      limit == "fma" ? "peak FMA" : limit == "triad" ? "triad" : "read bandwidth");
+    fmt::print("| `{}` | {} | {:.3f} ms | {} | {} | {} |\n", r.workload.op, r.workload.shape, r.seconds * 1e3,
+               r.workload.bytes > 0 ? fmt::format("{:.2f}", r.gbps) : "—",
+               r.workload.flops > 0 ? fmt::format("{:.1f}", r.gflops) : "—", fraction);
   }
 }
 

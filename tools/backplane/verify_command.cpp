@@ -22,6 +22,8 @@ struct VerifyOptions {
   std::vector<std::string> targets;
   std::string op;
   std::string write_docs;
+  std::string record_file;
+  std::string machine;
 };
 
 void WriteFile(const std::string& path, const std::string& text) {
@@ -42,20 +44,26 @@ int Verify(const VerifyOptions& o) {
   const auto cells = conformance::RunCpuMatrix(options);
   int failed = 0;
   for (const auto& c : cells) failed += c.status == "failed" ? 1 : 0;
-  if (!o.write_docs.empty()) {
+  if (!o.write_docs.empty() || !o.record_file.empty()) {
     conformance::Record record;
-    record.cpu_model = QueryCpuInfo().model;
+    record.cpu_model = o.machine.empty() ? QueryCpuInfo().model : o.machine;
     const std::time_t now = std::time(nullptr);
     char date[16];
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
     record.date = date;
-    record.command = "backplane verify --write-docs docs";
+    record.command = o.write_docs.empty() ? fmt::format("backplane verify{} --record", o.quick ? " --quick" : "")
+                                          : "backplane verify --write-docs docs";
     record.targets = options.targets.empty() ? cpu::RunnableTargets() : options.targets;
     record.cells = cells;
-    WriteFile(o.write_docs + "/verify-cpu.json", conformance::RecordToJson(record).dump(1) + "\n");
-    WriteFile(o.write_docs + "/cpu-dispatch-matrix.md", conformance::CpuDispatchMatrixMarkdown(record));
-    WriteFile(o.write_docs + "/device-backend-matrix.md", conformance::DeviceBackendMatrixMarkdown(record));
-    WriteFile(o.write_docs + "/backend-coverage.md", conformance::BackendCoverageMarkdown(record));
+    const std::string json = conformance::RecordToJson(record).dump(1) + "\n";
+    if (!o.record_file.empty()) WriteFile(o.record_file, json);
+    if (!o.write_docs.empty()) {
+      WriteFile(o.write_docs + "/verify-cpu.json", json);
+      const auto records = conformance::LoadRecords(o.write_docs);
+      WriteFile(o.write_docs + "/cpu-dispatch-matrix.md", conformance::CpuDispatchMatrixMarkdown(records));
+      WriteFile(o.write_docs + "/device-backend-matrix.md", conformance::DeviceBackendMatrixMarkdown(records));
+      WriteFile(o.write_docs + "/backend-coverage.md", conformance::BackendCoverageMarkdown(records));
+    }
   } else if (o.format == "json") {
     std::cout << conformance::CellsToJson(cells).dump(1) << "\n";
   } else {
@@ -77,7 +85,11 @@ void AddVerifyCommand(CLI::App& app) {
   cmd->add_flag("--quick", o->quick, "Fewer, smaller sizes");
   cmd->add_option("--target", o->targets, "Only these targets (repeatable)");
   cmd->add_option("--op", o->op, "Only this operation ID");
-  cmd->add_option("--write-docs", o->write_docs, "Write the record and the three matrices into this folder");
+  cmd->add_option("--write-docs", o->write_docs,
+                  "Write this run's record (verify-cpu.json) and the three matrices (also from verify-arm.json "
+                  "if present) into this folder");
+  cmd->add_option("--record", o->record_file, "Write this run's record (cells and machine) to this JSON file");
+  cmd->add_option("--machine", o->machine, "Machine description for the record (default: the CPU model)");
   cmd->callback([o] {
     if (Verify(*o) != 0) throw Error(ErrorCode::Internal, "backplane verify", "conformance failures (see above)");
   });

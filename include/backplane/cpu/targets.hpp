@@ -1,5 +1,5 @@
 // SIMD targets of the CPU backend: which are compiled, which this CPU runs, and forcing one
-// (BACKPLANE_CPU_TARGET=scalar|sse4|avx2|avx512|neon|sve, like PyTorch's ATEN_CPU_CAPABILITY).
+// (BACKPLANE_CPU_TARGET=scalar|ssse3|sse4|avx2|avx512|neon|sve|sve2|sve_256|sve2_128, like PyTorch's ATEN_CPU_CAPABILITY).
 #pragma once
 
 #include <string>

@@ -1,0 +1,4 @@
+// Benchmarks of the RoPE surface (workloads in src/bench/).
+#include "bench_support.hpp"
+
+static const bool registered = backplane::bench::RegisterSurface("RoPE");

@@ -1,0 +1,28 @@
+// Inputs and workload groups shared by the benchmark workload files.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backplane/bench.hpp"
+#include "backplane/random.hpp"
+
+namespace backplane::bench {
+
+constexpr int64_t k16M = 16 << 20;
+
+// n seeded uniform values in [lo, hi).
+inline std::shared_ptr<std::vector<float>> Random(int64_t n, uint64_t seed, float lo = -4, float hi = 4) {
+  auto v = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    (*v)[static_cast<size_t>(i)] = lo + (hi - lo) * PhiloxUniformFloat(seed, 0, static_cast<uint64_t>(i));
+  }
+  return v;
+}
+
+// Normalization, RoPE, masking, losses, gradients, sampling, dropout, optimizer, embedding, shape.
+void AddTrainingWorkloads(std::vector<Workload>& w);
+// VSA, active inference, predictive coding, MathExt, Hawkes, point process, stencils.
+void AddResearchWorkloads(std::vector<Workload>& w);
+
+}  // namespace backplane::bench
