@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backplane/cpu/cpu_backend.hpp"
+#include "support/golden.hpp"
 #include "support/test_support.hpp"
 
 namespace backplane {
@@ -28,6 +29,10 @@ using test::FloatDTypes;
 using test::FromDoubles;
 using test::RandomBuffer;
 using test::ThrowsError;
+using test::LoadGolden;
+using test::DTypeOf;
+using test::Input;
+using test::Poisoned;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -36,28 +41,6 @@ constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
 MaskingSurface& Mask() {
   static const std::unique_ptr<Backend> backend = cpu::CreateBackend();
   return backend->Masking();
-}
-
-json LoadGolden(const std::string& file) {
-  std::ifstream in(test::GoldenPath(file));
-  if (!in) ADD_FAILURE() << "missing golden file " << file;
-  return json::parse(in);
-}
-
-DType DTypeOf(const json& c) {
-  const auto dtype = DTypeFromName(c.at("dtype").get<std::string>());
-  if (!dtype) ADD_FAILURE() << "bad dtype in golden file";
-  return dtype.value_or(DType::Float64);
-}
-
-Buffer Input(DType dtype, const json& values) {
-  return FromDoubles(dtype, values.get<std::vector<double>>());
-}
-
-Buffer Poisoned(DType dtype, int64_t count) {
-  Buffer b(dtype, count);
-  b.Poison();
-  return b;
 }
 
 // Every element is +0 where visible and -Inf where masked (checked on the value and its sign).
