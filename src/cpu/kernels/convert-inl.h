@@ -16,6 +16,37 @@ HWY_BEFORE_NAMESPACE();
 namespace backplane::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Lanes(df) f16 (kBF16 false) or bf16 values at p widened exactly to f32 lanes, NaN quieted with
+// its payload kept, as backplane/convert.hpp. Highway 1.0.3's own f16 PromoteTo mishandles Inf/NaN
+// on SSE4/SSSE3 (no F16C), so f16 is widened with integer operations on every target.
+template <bool kBF16, class DF>
+HWY_INLINE hn::Vec<DF> LoadWidenU16(DF df, const uint16_t* p) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint16_t, DF> dh;
+  const auto h = hn::PromoteTo(du, hn::LoadU(dh, p));
+  if constexpr (kBF16) {
+    const auto bits = hn::ShiftLeft<16>(h);
+    const auto nan = hn::RebindMask(du, hn::IsNaN(hn::BitCast(df, bits)));
+    return hn::BitCast(df, hn::Or(bits, hn::And(hn::VecFromMask(du, nan), hn::Set(du, 0x00400000u))));
+  } else {
+    const auto em = hn::And(h, hn::Set(du, 0x7FFFu));
+    const auto sign = hn::ShiftLeft<16>(hn::Xor(h, em));
+    const auto shifted = hn::ShiftLeft<13>(em);
+    const auto normal = hn::Add(shifted, hn::Set(du, 0x38000000u));  // exponent bias 15 -> 127
+    const auto subnormal =
+        hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, em)), hn::Set(df, 1.0f / 16777216.0f)));
+    const auto emi = hn::BitCast(di, em);
+    const auto is_nan = hn::RebindMask(du, hn::Gt(emi, hn::Set(di, 0x7C00)));
+    const auto inf_nan = hn::Or(hn::Add(shifted, hn::Set(du, 0x70000000u)),
+                                hn::And(hn::VecFromMask(du, is_nan), hn::Set(du, 0x00400000u)));
+    const auto is_sub = hn::RebindMask(du, hn::Lt(emi, hn::Set(di, 0x0400)));
+    const auto is_top = hn::RebindMask(du, hn::Gt(emi, hn::Set(di, 0x7BFF)));
+    const auto bits = hn::IfThenElse(is_sub, subnormal, hn::IfThenElse(is_top, inf_nan, normal));
+    return hn::BitCast(df, hn::Or(sign, bits));
+  }
+}
+
 // Converts n <= kBlock elements of 16-bit storage to f32 and back (scalar, exact; used on the
 // block buffers of the f16/bf16 paths).
 inline void WidenBlock(const uint16_t* src, float* dst, size_t n, bool bf16) {

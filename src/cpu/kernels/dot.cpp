@@ -9,6 +9,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "cpu/kernels/convert-inl.h"
+
 #ifndef BACKPLANE_CPU_KERNELS_DOT_SHARED_
 #define BACKPLANE_CPU_KERNELS_DOT_SHARED_
 #include <cstddef>
@@ -40,37 +42,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 using namespace dot_ops;  // NOLINT
 
 // Lanes(df) elements of f32, f16 or bf16 storage at element i, widened exactly to f32 lanes
-// (NaN quieted, payload kept, as backplane/convert.hpp). Highway 1.0.3's f16 PromoteTo
-// mishandles Inf/NaN on SSE4/SSSE3, so f16 is widened by hand on every target.
+// (LoadWidenU16 in convert-inl.h).
 template <int kKind, class DF>
 HWY_INLINE hn::Vec<DF> LoadAsF32(DF df, const void* base, size_t i) {
   if constexpr (kKind == kF32) {
     return hn::LoadU(df, static_cast<const float*>(base) + i);
   } else {
-    const hn::RebindToUnsigned<DF> du;
-    const hn::RebindToSigned<DF> di;
-    const hn::Rebind<uint16_t, DF> dh;
-    const auto h = hn::PromoteTo(du, hn::LoadU(dh, static_cast<const uint16_t*>(base) + i));
-    if constexpr (kKind == kBF16) {
-      const auto bits = hn::ShiftLeft<16>(h);
-      const auto nan = hn::RebindMask(du, hn::IsNaN(hn::BitCast(df, bits)));
-      return hn::BitCast(df, hn::Or(bits, hn::And(hn::VecFromMask(du, nan), hn::Set(du, 0x00400000u))));
-    } else {
-      const auto em = hn::And(h, hn::Set(du, 0x7FFFu));
-      const auto sign = hn::ShiftLeft<16>(hn::Xor(h, em));
-      const auto shifted = hn::ShiftLeft<13>(em);
-      const auto normal = hn::Add(shifted, hn::Set(du, 0x38000000u));  // exponent bias 15 -> 127
-      const auto subnormal =
-          hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, em)), hn::Set(df, 1.0f / 16777216.0f)));
-      const auto emi = hn::BitCast(di, em);
-      const auto is_nan = hn::RebindMask(du, hn::Gt(emi, hn::Set(di, 0x7C00)));
-      const auto inf_nan = hn::Or(hn::Add(shifted, hn::Set(du, 0x70000000u)),
-                                  hn::And(hn::VecFromMask(du, is_nan), hn::Set(du, 0x00400000u)));
-      const auto is_sub = hn::RebindMask(du, hn::Lt(emi, hn::Set(di, 0x0400)));
-      const auto is_top = hn::RebindMask(du, hn::Gt(emi, hn::Set(di, 0x7BFF)));
-      const auto bits = hn::IfThenElse(is_sub, subnormal, hn::IfThenElse(is_top, inf_nan, normal));
-      return hn::BitCast(df, hn::Or(sign, bits));
-    }
+    return LoadWidenU16<kKind == kBF16>(df, static_cast<const uint16_t*>(base) + i);
   }
 }
 
