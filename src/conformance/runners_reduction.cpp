@@ -357,6 +357,22 @@ Measure RunNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     std::memmove(got.data(), got.data() + 4, bytes);
     CompareElements(got, want, c.dtype, count, tol, fmt::format("[{}, {}] streamed y", rows, dim), m);
   }
+  // Scales near the top of the dtype's range: some outputs overflow to +-Inf (as in the reference),
+  // never saturate at the largest finite value.
+  for (const int64_t dim : {int64_t{17}, int64_t{1000}}) {
+    const int64_t rows = 3, count = rows * dim;
+    const double big = c.dtype == DType::Float64 ? 1e300 : c.dtype == DType::Float16 ? 3e4 : 1e38;
+    const auto& x = Inputs(c, c.dtype, count, c.seed + 12, 2.0, false);
+    std::vector<uint8_t> scale = Inputs(c, c.dtype, dim, c.seed + 13, 1.5, false);
+    for (int64_t i = 0; i < dim; ++i) StoreAsDouble(scale, c.dtype, i, big * LoadAsDouble(scale, c.dtype, i));
+    const auto& bias = Inputs(c, c.dtype, dim, c.seed + 14, 1.0, false);
+    const size_t bytes = DTypeStorageBytes(c.dtype, count) + 8;
+    std::vector<uint8_t> want(bytes, 0xA5), got(bytes, 0xA5);
+    const std::string where = fmt::format("[{}, {}] scale near the dtype's maximum", rows, dim);
+    const std::string want_error = ErrorOf([&] { call(ref, x.data(), scale.data(), bias.data(), want.data(), rows, dim); });
+    const std::string got_error = ErrorOf([&] { call(fast, x.data(), scale.data(), bias.data(), got.data(), rows, dim); });
+    if (!SameErrors(got_error, want_error, where, m)) CompareElements(got, want, c.dtype, count, tol, where + " y", m);
+  }
   // Invalid arguments: errors as the reference, nothing written.
   for (const auto& shape : {std::pair<int64_t, int64_t>{-1, 4}, {2, -3}, {int64_t{1} << 40, int64_t{1} << 40}}) {
     const int64_t rows = shape.first, dim = shape.second;

@@ -6,8 +6,11 @@
 // Vector math: hwy/contrib/math (Log, Log1p, Sin; Exp and Expm1 for f64) wrapped so that the IEEE
 // special values match libm (overflow to +Inf, exp(-Inf) = 0, log(0) = -Inf, NaN in -> NaN out,
 // expm1(-0) = -0); our own f32 exp/expm1 core (no float -> int conversion, short dependency
-// chains), f32 polynomials for tanh near 0 and log1p on [0, 1], and our own erfc (Highway 1.0.3
-// has none):
+// chains) with a fast path (TryExpF32: every lane's result normal, no clamps, degree-6 Horner)
+// shared by Exp, the sigmoid family (num / (1 + exp(-v)): Sigmoid, Silu, GeluTanh, QuickGelu, the
+// GLUs), Softmax and Gelu; f32 tanh as a clamped rational (Eigen's 13/6); f32 Gelu for |x| < 13
+// as x Q(|x|) with Q = exp(-x^2/2) P4/D4 (max rel. error 1.2e-7); a polynomial for log1p on
+// [0, 1]; and our own erfc for everything else (Highway 1.0.3 has none):
 //   erfc(a) = t * H(s) * exp(-a^2),  t = 1 / (1 + a/2),  s = A t + B in [-1, 1],  a = |z|,
 //   erfc(z) = 2 - erfc(|z|) for z < 0,
 // where H(s) = erfc(a) exp(a^2) / t (the scaled erfc) is the Chebyshev interpolant of degree 10
@@ -19,7 +22,9 @@
 // Kernels hand every unusual argument (bad dtype, negative sizes, null pointers, invalid
 // parameters) to the reference, which throws the documented error; nothing is written before.
 // Large inputs (>= 64K elements) are split into fixed 32K-element chunks run on the thread pool;
-// f32/f64 outputs of >= 16 MiB that do not alias an input are written with non-temporal stores.
+// f32/f64 outputs of >= 16 MiB that do not alias an input are written with non-temporal stores
+// (input prefetched 4 KiB ahead). f32 Softmax: pass 1 is a plain Max (output prefetched for
+// writing); a NaN it misses makes the f64 sum NaN, which gives the all-NaN result.
 // Measured accuracy and speed: the report of issue 7 (dense sweeps against the reference on every
 // target; 16M-element f32 throughput against STREAM triad).
 #undef HWY_TARGET_INCLUDE
@@ -59,13 +64,37 @@ constexpr double kSinLimit = 39000.0;
 constexpr float kLog1pF32[10] = {0.999999994656f, -0.499998926481f, 0.333297104989f,  -0.249516162629f,
                                  0.196632742572f, -0.152696670744f, 0.105436237954f,  -0.0563736128301f,
                                  0.019542527261f, -0.00317605701843f};
-// tanh(x) = x + x^3 P(x^2) for |x| < 0.625 (f32), Chebyshev interpolant, |error of P| <= 1.6e-9.
-constexpr float kTanhF32[6] = {-0.333333331721f, 0.133333035569f,   -0.0539592595772f,
-                               0.021768918651f,  -0.00834394551584f, 0.00229274481618f};
 // e^r - 1 = r + r^2 Q(r) on |r| <= ln2/2 (f32; Highway's ExpPoly coefficients).
 constexpr float kExpm1F32[6] = {0.5f, 0.166666671633720397949219f, 0.0416664853692054748535156f,
                                 0.00833336077630519866943359f, 0.00139304355252534151077271f,
                                 0.000198527617612853646278381f};
+
+// e^r = 1 + r P(r) on |r| <= 0.3467 (f32 fast exp), Chebyshev interpolant of (e^r - 1)/r, |error of
+// P| <= 1.2e-8; the leading 1 is exact, so exp(0) = 1.
+constexpr float kExpF32[6] = {1.0000000107951843749f, 0.50000000134872252595f, 0.16666505024508913013f,
+                              0.041666464711379082993f, 0.008369174671254345942f, 0.001393367373293185169f};
+// tanh(x) = x P(x^2) / Q(x^2) on |x| <= 7.90531110763549805 (f32; beyond, tanh rounds to +-1):
+// Eigen's generic_fast_tanh_float rational (degree 13/6), both polynomials divided by its leading
+// numerator coefficient so that P(0) = 1 (no underflow of x P for tiny x; tanh(x) = x there).
+constexpr float kTanhClampF32 = 7.90531110763549805f;
+constexpr float kTanhNumF32[7] = {1.0f,
+                                  0.13022555035799356f,
+                                  0.0030360987040971107f,
+                                  1.0467500527889187e-5f,
+                                  -1.7583791434041893e-8f,
+                                  4.0874177308044119e-11f,
+                                  -5.6416769634728439e-14f};
+constexpr float kTanhDenF32[4] = {1.0000001280520783f, 0.4635584444559598f, 0.024222767099561962f,
+                                  0.00024486612465923731f};
+
+// Gelu (f32, |x| < 13): Q(a) = erfc(a / sqrt2) / 2 = exp(-a^2 / 2) P(a) / D(a), a = |x|, P and D of
+// degree 4, fitted for relative error on [0, 13] (weighted least squares with Lawson iterations,
+// mpmath at 40 digits): max relative error of P/D 1.24e-7 on a 4001-point check grid.
+constexpr float kGeluFastMaxF32 = 13.0f;
+constexpr float kGeluNumF32[5] = {0.49999993905349603f, 0.33920034409415973f, 0.10725835111536885f,
+                                  0.014286125515651528f, 2.4906032167992755e-7f};
+constexpr float kGeluDenF32[5] = {1.0f, 1.4762785912009741f, 0.89247484007283839f, 0.26828460076225114f,
+                                  0.035839012077266581f};
 
 // erfc fits (see the file comment): s = kErfcA * t + kErfcB, H(s) = sum c[k] s^k.
 constexpr float kErfcMaxF32 = 10.25f;
@@ -123,6 +152,52 @@ HWY_INLINE V Poly(D d, V s, const hn::TFromD<D> (&c)[K]) {
   return p;
 }
 
+// Polynomial sum c[k] s^k by Horner's rule: fewest operations; the dependency chain is hidden by
+// the independent vectors in flight (these loops are throughput bound).
+template <class D, class V, size_t K>
+HWY_INLINE V Horner(D d, V s, const hn::TFromD<D> (&c)[K]) {
+  V p = hn::Set(d, c[K - 1]);
+  for (size_t k = K - 1; k-- > 0;) p = hn::MulAdd(p, s, hn::Set(d, c[k]));
+  return p;
+}
+
+// Fast f32 exp(x) (kNeg: exp(-x)) for a vector whose results are all normal numbers: k = round(x /
+// ln2) in [-125, 125] for every lane (no NaN, no Inf, no overflow or underflow). Returns false
+// otherwise, and the caller takes its general path. k by the 1.5 * 2^23 magic addition; the bits of
+// kt shifted left by 23 are k << 23 (the exponent bits and the 2^22 bit shift out). r = x - k ln2 in
+// two parts (Highway's Cody-Waite constants), e^r = 1 + r P(r), 2^k added to the exponent field.
+// kCheck = false: the caller guarantees the range.
+template <bool kNeg, bool kCheck = true, class D, class V>
+HWY_INLINE bool TryExpF32(D d, V x, V* e) {
+  const hn::RebindToSigned<D> di;
+  const V magic = hn::Set(d, 12582912.0f);
+  const V kt = hn::MulAdd(x, hn::Set(d, kNeg ? -1.44269504088896341f : 1.44269504088896341f), magic);
+  const V kf = hn::Sub(kt, magic);
+  if (kCheck && HWY_UNLIKELY(!hn::AllTrue(d, hn::Le(hn::Abs(kf), hn::Set(d, 125.0f))))) return false;
+  const V ln2hi = hn::Set(d, 0.693145751953125f);
+  V r;
+  if constexpr (kNeg) {
+    r = hn::NegMulSub(kf, ln2hi, x);  // -x - k ln2hi
+  } else {
+    r = hn::NegMulAdd(kf, ln2hi, x);
+  }
+  r = hn::NegMulAdd(kf, hn::Set(d, 1.428606765330187045e-6f), r);
+  const V p = hn::MulAdd(Horner(d, r, kExpF32), r, hn::Set(d, 1.0f));
+  *e = hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(hn::BitCast(di, kt))));
+  return true;
+}
+
+// Clamp to [-c, c] that keeps NaN. On x86 (not scalar) MAXPS/MINPS return their second operand when
+// either is NaN, so Min(hi, Max(lo, x)) keeps a NaN x in two instructions; elsewhere comparisons.
+template <class D, class V>
+HWY_INLINE V ClampSymNaN(D d, V x, hn::TFromD<D> c) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  return hn::Min(hn::Set(d, c), hn::Max(hn::Set(d, -c), x));
+#else
+  return ClampNaN(d, x, hn::Set(d, -c), hn::Set(d, c));
+#endif
+}
+
 // f32 exp / expm1 cores for x in [-105, 89] (not NaN): k = round(x / ln2) by the 1.5 * 2^23
 // magic-number addition (exact integer in the low mantissa bits, no float -> int conversion),
 // r = x - k ln2 in two parts (Cody-Waite, Highway's constants), e^r - 1 by a degree-7 polynomial,
@@ -177,10 +252,17 @@ HWY_INLINE V Expm1F32Core(D d, V x) {
 // [-max, 706], 0 below -1000), with the argument clamped to [-1001, 710] and NaN kept out of its
 // float -> int conversion and restored.
 template <class D, class V>
+HWY_NOINLINE V ExpF32General(D d, V x) {
+  return ExpF32Core(d, ClampNaN(d, x, hn::Set(d, -105.0f), hn::Set(d, 89.0f)));
+}
+
+template <class D, class V>
 HWY_INLINE V ExpV(D d, V x) {
   using T = hn::TFromD<D>;
   if constexpr (sizeof(T) == 4) {
-    return ExpF32Core(d, ClampNaN(d, x, hn::Set(d, -105.0f), hn::Set(d, 89.0f)));
+    V e;
+    if (HWY_LIKELY(TryExpF32<false>(d, x, &e))) return e;
+    return ExpF32General(d, x);
   } else {
     const auto nan = hn::IsNaN(x);
     const V xc = hn::IfThenZeroElse(nan, hn::Min(hn::Max(x, hn::Set(d, -1001.0)), hn::Set(d, 710.0)));
@@ -192,8 +274,9 @@ HWY_INLINE V ExpV(D d, V x) {
 template <class D, class V>
 HWY_INLINE V ExpNonPos(D d, V x) {
   if constexpr (sizeof(hn::TFromD<D>) == 4) {
-    const V lo = hn::Set(d, -105.0f);
-    return ExpF32Core(d, hn::IfThenElse(hn::Lt(x, lo), lo, x));
+    V e;
+    if (HWY_LIKELY(TryExpF32<false>(d, x, &e))) return e;
+    return ExpF32General(d, x);
   } else {
     return ExpV(d, x);
   }
@@ -254,28 +337,27 @@ HWY_INLINE V Log1pUnit(D d, V w) {
 template <class D, class V>
 HWY_INLINE V TanhV(D d, V x) {
   using T = hn::TFromD<D>;
+  if constexpr (sizeof(T) == 4) {  // x P(x^2) / Q(x^2) on the clamped x; NaN and -0 pass
+    const V xc = ClampSymNaN(d, x, kTanhClampF32);
+    const V x2 = hn::Mul(xc, xc);
+    const V num = hn::Mul(xc, Horner(d, x2, kTanhNumF32));
+    const V r = hn::Div(num, Horner(d, x2, kTanhDenF32));  // 1 - 2^-24 at the clamp
+    // |x| > 9: tanh(x) rounds to +-1 exactly (as libm's), including +-Inf.
+    return hn::IfThenElse(hn::Gt(hn::Abs(x), hn::Set(d, 9.0f)), hn::CopySignToAbs(hn::Set(d, 1.0f), x), r);
+  }
   const V sign = hn::And(hn::SignBit(d), x);
   const V a = hn::Xor(x, sign);
   V z;
-  if constexpr (sizeof(T) == 4) {
-    const V one = hn::Set(d, 1.0f);
-    const V a2 = hn::Mul(a, a);
-    const V small = hn::MulAdd(hn::Mul(a, a2), Poly(d, a2, kTanhF32), a);
-    const V e = ExpV(d, hn::Add(a, a));
-    const V large = hn::Sub(one, hn::Div(hn::Set(d, 2.0f), hn::Add(e, one)));
-    z = hn::IfThenElse(hn::Lt(a, hn::Set(d, 0.625f)), small, large);
-  } else {
-    const V y = Expm1V(d, hn::Add(a, a));
-    z = hn::IfThenElse(hn::Gt(a, hn::Set(d, T(18.714973875))), hn::Set(d, T(1)),
-                       hn::Div(y, hn::Add(y, hn::Set(d, T(2)))));
-  }
+  const V y = Expm1V(d, hn::Add(a, a));
+  z = hn::IfThenElse(hn::Gt(a, hn::Set(d, T(18.714973875))), hn::Set(d, T(1)),
+                     hn::Div(y, hn::Add(y, hn::Set(d, T(2)))));
   return hn::Xor(z, sign);
 }
 
 // Stable logistic: 1/(1+e) for x >= 0, e/(1+e) for x < 0, e = exp(-|x|) (one division, as the
 // reference).
 template <class D, class V>
-HWY_INLINE V SigmoidV(D d, V x) {
+HWY_INLINE V SigmoidGeneral(D d, V x) {
   using T = hn::TFromD<D>;
   const V one = hn::Set(d, T(1));
   const V e = ExpNonPos(d, hn::Neg(hn::Abs(x)));
@@ -286,6 +368,31 @@ HWY_INLINE V SigmoidV(D d, V x) {
 template <class D, class V>
 HWY_INLINE V Gated(D d, V x, V gate) {
   return hn::IfThenElse(hn::Eq(gate, hn::Zero(d)), hn::And(x, hn::SignBit(d)), hn::Mul(x, gate));
+}
+
+// num / (1 + exp(-v)) = num sigmoid(v). f32 fast path while exp(-v) is a normal number in every lane
+// (|v| <= ~86): no cancellation for either sign (1 + e >= 1), so this is as accurate as the stable
+// form. Other vectors (NaN, +-Inf, |v| large) take the general form, with kGated: num = x and the
+// gate rule (x * 0 = zero with the sign of x). Lanes are computed independently, so the path taken
+// does not change a lane's result beyond rounding.
+template <bool kGated, class D, class V>
+HWY_NOINLINE V SigmoidTimesGeneral(D d, V num, V v) {
+  const V s = SigmoidGeneral(d, v);
+  return kGated ? Gated(d, num, s) : hn::Mul(num, s);
+}
+
+template <bool kGated, class D, class V>
+HWY_INLINE V SigmoidTimes(D d, V num, V v) {
+  if constexpr (sizeof(hn::TFromD<D>) == 4) {
+    V e;
+    if (HWY_LIKELY(TryExpF32<true>(d, v, &e))) return hn::Div(num, hn::Add(hn::Set(d, 1.0f), e));
+  }
+  return SigmoidTimesGeneral<kGated>(d, num, v);
+}
+
+template <class D, class V>
+HWY_INLINE V SigmoidV(D d, V x) {
+  return SigmoidTimes<false>(d, hn::Set(d, hn::TFromD<D>(1)), x);
 }
 
 // erfc(z) (kHalf: erfc(z) / 2, the 1/2 folded into t), see the file comment. exp(-a^2) does not
@@ -327,22 +434,46 @@ HWY_INLINE V ClampV(D d, V x, hn::TFromD<D> lo, hn::TFromD<D> hi) {
 
 template <class D, class V>
 HWY_INLINE V SiluV(D d, V x) {
-  return Gated(d, x, SigmoidV(d, x));
+  return SigmoidTimes<true>(d, x, x);
 }
 
 template <class D, class V>
-HWY_INLINE V GeluV(D d, V x) {  // 0.5 x erfc(-x / sqrt2)
+HWY_NOINLINE V GeluGeneral(D d, V x) {  // 0.5 x erfc(-x / sqrt2)
   using T = hn::TFromD<D>;
   const V phi = ErfcV<true>(d, hn::Mul(hn::Neg(x), hn::Set(d, T(0.70710678118654752440))));
   return Gated(d, x, phi);
 }
 
+// f32 fast path, every lane |x| < 13: gelu = x Q(|x|) for x <= 0 and x - x Q(|x|) for x > 0 (Q <= 1/2:
+// no cancellation), with Q as at kGeluNumF32. The rounding of x^2/2 gives exp(-x^2/2) a relative
+// error up to (x^2/2) 2^-24 (5e-6 at |x| = 13, where |gelu| < 1e-37), as the reference's
+// erfcf(-x / sqrt2) has. Otherwise (NaN, Inf, |x| >= 13) the general erfc form.
+template <class D, class V>
+HWY_INLINE V GeluV(D d, V x) {
+  if constexpr (sizeof(hn::TFromD<D>) == 4) {
+    const V a = hn::Abs(x);
+    if (HWY_LIKELY(hn::AllTrue(d, hn::Lt(a, hn::Set(d, kGeluFastMaxF32))))) {
+      const V n = hn::Mul(x, hn::Mul(x, hn::Set(d, -0.5f)));  // -x^2/2 >= -84.5: exp(n) is normal
+      V e;
+      (void)TryExpF32<false, false>(d, n, &e);
+      const V q = hn::Div(hn::Mul(e, Horner(d, a, kGeluNumF32)), Horner(d, a, kGeluDenF32));
+      const V xq = hn::Mul(x, q);
+      return hn::IfThenElse(hn::Le(x, hn::Zero(d)), xq, hn::Sub(x, xq));  // -0 stays -0
+    }
+  }
+  return GeluGeneral(d, x);
+}
+
 template <class D, class V>
 HWY_INLINE V GeluTanhV(D d, V x) {  // x sigmoid(2u), u = sqrt(2/pi)(x + 0.044715 x^3)
   using T = hn::TFromD<D>;
+  if constexpr (sizeof(T) == 4) {  // 2u = x (2c + 2c 0.044715 x^2), c = sqrt(2/pi)
+    const V v = hn::Mul(x, hn::MulAdd(hn::Mul(x, x), hn::Set(d, 0.0713548162726f), hn::Set(d, 1.5957691216057308f)));
+    return SigmoidTimes<true>(d, x, v);
+  }
   const V cube = hn::Mul(hn::Mul(hn::Mul(hn::Set(d, T(0.044715)), x), x), x);
   const V u = hn::Mul(hn::Set(d, T(0.79788456080286535588)), hn::Add(x, cube));
-  return Gated(d, x, SigmoidV(d, hn::Add(u, u)));
+  return Gated(d, x, SigmoidGeneral(d, hn::Add(u, u)));
 }
 
 template <class D, class V>
@@ -419,7 +550,7 @@ HWY_INLINE V UnaryOpV(D d, int op, V x) {
     case kHardSigmoid: return HardSigmoidV(d, x);
     case kHardSwish: return Gated(d, x, HardSigmoidV(d, x));  // also HardGelu
     case kHardTanh: return ClampV(d, x, T(-1), T(1));
-    case kQuickGelu: return Gated(d, x, SigmoidV(d, hn::Mul(hn::Set(d, T(1.702)), x)));
+    case kQuickGelu: return SigmoidTimes<true>(d, x, hn::Mul(hn::Set(d, T(1.702)), x));
     case kTanhShrink: return hn::Sub(x, TanhV(d, x));
   }
   return x;
@@ -706,8 +837,8 @@ HWY_INLINE hn::Vec<hn::ScalableTag<double>> PromoteSum(D d, V v) {
 }
 
 // f32: sum of e = exp(x - m) <= 1 (e also stored to y when y is not null). Each f32 lane adds at
-// most kFlush terms before its partial sum is added into f64 lanes, so the relative error of the
-// sum is at most (kFlush - 1) 2^-24 < 1e-6 (then f64): within the tolerance of every output
+// most kFlush + 1 terms before its partial sum is added into f64 lanes, so the relative error of the
+// sum is at most kFlush 2^-24 < 1e-6 (then f64): within the tolerance of every output
 // (Softmax outputs are <= 1 with abs tolerance 1e-5; LogSoftmax shifts by log(sum)).
 HWY_INLINE double SumExpF32Impl(const float* x, size_t n, float m, float* y) {
   const hn::ScalableTag<float> d;
@@ -717,18 +848,30 @@ HWY_INLINE double SumExpF32Impl(const float* x, size_t n, float m, float* y) {
   const auto vm = hn::Set(d, m);
   auto acc64 = hn::Zero(dd);
   auto acc = hn::Zero(d);
+  auto acc1 = hn::Zero(d);
   size_t i = 0, count = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto e = ExpNonPos(d, hn::Sub(hn::LoadU(d, x + i), vm));
-    if (y != nullptr) hn::StoreU(e, d, y + i);
-    acc = hn::Add(acc, e);
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {  // two chains, kFlush terms each per flush
+    const auto e0 = ExpNonPos(d, hn::Sub(hn::LoadU(d, x + i), vm));
+    const auto e1 = ExpNonPos(d, hn::Sub(hn::LoadU(d, x + i + lanes), vm));
+    if (y != nullptr) {
+      hn::StoreU(e0, d, y + i);
+      hn::StoreU(e1, d, y + i + lanes);
+    }
+    acc = hn::Add(acc, e0);
+    acc1 = hn::Add(acc1, e1);
     if (++count == kFlush) {
-      acc64 = hn::Add(acc64, PromoteSum(d, acc));
+      acc64 = hn::Add(acc64, hn::Add(PromoteSum(d, acc), PromoteSum(d, acc1)));
       acc = hn::Zero(d);
+      acc1 = hn::Zero(d);
       count = 0;
     }
   }
-  acc64 = hn::Add(acc64, PromoteSum(d, acc));
+  for (; i + lanes <= n; i += lanes) {  // at most one vector: acc then holds <= kFlush + 1 terms
+    const auto e = ExpNonPos(d, hn::Sub(hn::LoadU(d, x + i), vm));
+    if (y != nullptr) hn::StoreU(e, d, y + i);
+    acc = hn::Add(acc, e);
+  }
+  acc64 = hn::Add(acc64, hn::Add(PromoteSum(d, acc), PromoteSum(d, acc1)));
   double sum = hn::GetLane(hn::SumOfLanes(dd, acc64));
   if (i < n) {  // tail through a zeroed buffer; the padding lanes are not summed
     HWY_ALIGN float buf[hn::MaxLanes(d)] = {};
@@ -840,7 +983,12 @@ HWY_INLINE void Streamed(T* y, size_t n, const Compute& compute) {
 template <class T>
 void UnaryStream(int op, const T* x, T* y, size_t n, bool stream) {
   if (!stream) return UnaryTyped(op, x, y, n);
-  Streamed(y, n, [&](size_t b, size_t len, T* out) HWY_ATTR { UnaryTyped(op, x + b, out, len); });
+  Streamed(y, n, [&](size_t b, size_t len, T* out) HWY_ATTR {
+    // Software prefetch 4 KiB ahead (the input is streamed once; the hardware prefetcher alone
+    // leaves part of the memory latency exposed when the computation is the bottleneck).
+    for (size_t k = 0; k < len; k += 64 / sizeof(T)) __builtin_prefetch(x + b + k + 4096 / sizeof(T), 0, 3);
+    UnaryTyped(op, x + b, out, len);
+  });
 }
 
 void UnaryF32(int op, const float* x, float* y, size_t n, bool stream) { UnaryStream(op, x, y, n, stream); }
@@ -932,7 +1080,30 @@ void GluHalf(int op, const uint16_t* g, const uint16_t* u, uint16_t* y, size_t r
   }
 }
 
-void StatsF32(const float* x, size_t n, double* m, int* bad) { StatsTyped(x, n, m, bad); }
+// f32: the maximum only (Max, four chains). A NaN anywhere may or may not reach the maximum
+// (Max's NaN rule differs between targets); if it does not, it makes the sum of pass 2 NaN, which
+// the driver checks, so every output is NaN either way.
+// The output y is prefetched for writing, so that its read-for-ownership overlaps the reads of x
+// instead of stalling the stores of the later passes.
+void StatsF32(const float* x, size_t n, double* m, int* bad, float* y) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const float inf = std::numeric_limits<float>::infinity();
+  auto m0 = hn::Set(d, -inf), m1 = m0, m2 = m0, m3 = m0;
+  size_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    for (size_t k = 0; k < 4 * lanes; k += 16) __builtin_prefetch(y + i + k, 1, 3);
+    m0 = hn::Max(m0, hn::LoadU(d, x + i));
+    m1 = hn::Max(m1, hn::LoadU(d, x + i + lanes));
+    m2 = hn::Max(m2, hn::LoadU(d, x + i + 2 * lanes));
+    m3 = hn::Max(m3, hn::LoadU(d, x + i + 3 * lanes));
+  }
+  for (; i + lanes <= n; i += lanes) m0 = hn::Max(m0, hn::LoadU(d, x + i));
+  float mm = hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
+  for (; i < n; ++i) mm = x[i] > mm ? x[i] : mm;
+  *m = static_cast<double>(mm);
+  *bad = (std::isnan(mm) || mm == inf) ? 1 : 0;
+}
 void StatsF64(const double* x, size_t n, double* m, int* bad) { StatsTyped(x, n, m, bad); }
 void StatsHalf(const uint16_t* x, size_t n, double* m, int* bad, bool bf16) {
   HWY_ALIGN float f[kBlock];
@@ -1230,7 +1401,9 @@ void Softmax(void* dst, const void* src, int64_t count, DType dtype, bool logari
     const auto c = static_cast<size_t>(b / grain);
     const auto n = static_cast<size_t>(e - b);
     switch (dtype) {
-      case DType::Float32: return HWY_DYNAMIC_DISPATCH(StatsF32)(At<float>(src, b), n, &part[c], &bad[c]);
+      case DType::Float32:
+        return HWY_DYNAMIC_DISPATCH(StatsF32)(At<float>(src, b), n, &part[c], &bad[c],
+                                              At<float>(dst, b));
       case DType::Float64: return HWY_DYNAMIC_DISPATCH(StatsF64)(At<double>(src, b), n, &part[c], &bad[c]);
       default: return HWY_DYNAMIC_DISPATCH(StatsHalf)(At<uint16_t>(src, b), n, &part[c], &bad[c], bf16);
     }
@@ -1241,7 +1414,7 @@ void Softmax(void* dst, const void* src, int64_t count, DType dtype, bool logari
     invalid = invalid || bad[c] != 0;
     if (part[c] > m) m = part[c];
   }
-  if (invalid || std::isinf(m)) {  // NaN / +Inf present, or every entry -Inf
+  const auto all_nan = [&] {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     for (int64_t i = 0; i < count; ++i) {
       switch (dtype) {
@@ -1250,8 +1423,8 @@ void Softmax(void* dst, const void* src, int64_t count, DType dtype, bool logari
         default: *At<uint16_t>(dst, i) = bf16 ? F32ToBF16(nan) : F32ToF16(nan); break;
       }
     }
-    return;
-  }
+  };
+  if (invalid || std::isinf(m)) return all_nan();  // NaN / +Inf present, or every entry -Inf
   each([&](int64_t b, int64_t e) {
     const auto c = static_cast<size_t>(b / grain);
     const auto n = static_cast<size_t>(e - b);
@@ -1268,6 +1441,7 @@ void Softmax(void* dst, const void* src, int64_t count, DType dtype, bool logari
   });
   double sum = 0.0;
   for (int64_t c = 0; c < chunks; ++c) sum += part[c];
+  if (std::isnan(sum)) return all_nan();  // a NaN that the f32 maximum did not see (StatsF32)
   each([&](int64_t b, int64_t e) {
     const auto n = static_cast<size_t>(e - b);
     switch (dtype) {

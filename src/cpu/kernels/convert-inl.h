@@ -47,6 +47,22 @@ HWY_INLINE hn::Vec<DF> LoadWidenU16(DF df, const uint16_t* p) {
   }
 }
 
+// f64 lanes -> f32 lanes rounded to nearest even, Inf and overflow included. Highway 1.0.3's
+// DemoteTo on HWY_SCALAR and HWY_EMU128 saturates +-Inf and overflow to +-FLT_MAX, so those
+// targets convert lane by lane.
+template <class DF, class V>
+HWY_INLINE hn::Vec<DF> DemoteF32(DF df, V v) {
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
+  HWY_ALIGN double wide[hn::MaxLanes(df)];
+  HWY_ALIGN float narrow[hn::MaxLanes(df)];
+  hn::Store(v, hn::Rebind<double, DF>(), wide);
+  for (size_t i = 0; i < hn::Lanes(df); ++i) narrow[i] = static_cast<float>(wide[i]);
+  return hn::Load(df, narrow);
+#else
+  return hn::DemoteTo(df, v);
+#endif
+}
+
 // Converts n <= kBlock elements of 16-bit storage to f32 and back (scalar, exact; used on the
 // block buffers of the f16/bf16 paths).
 inline void WidenBlock(const uint16_t* src, float* dst, size_t n, bool bf16) {

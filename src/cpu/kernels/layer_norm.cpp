@@ -149,7 +149,7 @@ void NormRow(const T* x, T* y, const T* next, const NormParams& p) {
     if constexpr (std::is_same_v<T, double>) {
       return w;
     } else {
-      return hn::DemoteTo(dt, w);
+      return DemoteF32(dt, w);
     }
   };
   if (stream) {
