@@ -190,6 +190,17 @@ Measure RunQuant(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
         }
       }
     }
+    // Over 4M elements the kernel stages codes with non-temporal stores (full matrix only).
+    if (Thorough(c)) {
+      const int64_t n = (int64_t{4} << 20) + 5;
+      const auto x = Inputs(c, src, n, c.seed + 17, 2.0, false);
+      const std::string where = fmt::format("{} n={} (streamed)", DTypeName(src), n);
+      std::vector<uint8_t> want(static_cast<size_t>(n) + 8, 0x5A), got = want;
+      const std::string want_error = ErrorOf([&] { r(want.data(), x.data(), n, {0.05f, 0}, DType::Int8, src); });
+      const std::string got_error = ErrorOf([&] { f(got.data() + 1, x.data(), n, {0.05f, 0}, DType::Int8, src); });
+      std::memmove(got.data(), got.data() + 1, static_cast<size_t>(n));  // misaligned output
+      if (!SameErrors(got_error, want_error, where, m)) CompareElements(got, want, DType::Int8, n, kExact, where + " q", m);
+    }
     // A NaN anywhere throws before anything is written.
     for (const int64_t n : {int64_t{1}, int64_t{40}, Thorough(c) ? kLarge : int64_t{70001}}) {
       for (const int64_t at : {int64_t{0}, n / 2, n - 1}) {
