@@ -1,6 +1,6 @@
 // Conformance runners for the Causal and Hawkes families: Cholesky, BackdoorAdjustment,
-// FrontdoorAdjustment, Counterfactual, MarkovFlow, HawkesIntensity, HawkesKernelMatrix,
-// HawkesLogLikelihood and MarkovMutualInformation (CATE uses BinaryOut, runners_elementwise.cpp).
+// FrontdoorAdjustment, Counterfactual, MarkovFlow, IVEstimate, DAGMarkovFactorization,
+// HawkesIntensity, HawkesKernelMatrix, HawkesLogLikelihood and MarkovMutualInformation (CATE uses BinaryOut, runners_elementwise.cpp).
 //
 // Each runner compares valid calls on seeded inputs (odd shapes, unaligned buffers, in place where
 // the method allows it) and runs invalid calls whose errors must be identical, with the fast
@@ -11,6 +11,18 @@
 //   so each element is compared with abs + rel * max(|L_ij|, sqrt(a_ii a_jj) / L_jj) (the diagonal:
 //   max(L_ii, sqrt(a_ii))), the table's rel applied to the element's condition. The test matrices
 //   are well conditioned (B B^T / n + I), so this is a few ulps away from a plain relative bound.
+// - IVEstimate: beta = S_zy / S_zx from centred f64 sums; the fast kernel sums in lanes and fixed
+//   chunks, the reference sequentially, so each sum S_ab differs by rounding of at most
+//   2 gamma_n sum_i |da_i db_i| <= 2 gamma_n sqrt(S_aa S_bb) (Cauchy-Schwarz; the means' errors
+//   enter only to second order). First-order perturbation of the quotient:
+//   |d beta| <= e sqrt(S_zz) (sqrt(S_yy) + |beta| sqrt(S_xx)) / |S_zx| = e kappa, with
+//   kappa = (sqrt(S_yy / S_xx) + |beta|) / |corr(Z, X)| >= |beta|. So the result is compared with
+//   abs + rel * kappa, the table's rel applied to the estimate's condition (a plain relative bound
+//   for a strong instrument, looser as the instrument weakens).
+// - DAGMarkovFactorization: a product of C factors has relative error <= gamma_{C-1} in either
+//   order, so the table's rel (f64: 1e-10 >= 2 gamma_C up to C = 4.5e5) covers the reordering; the
+//   single final rounding adds at most one ulp of the output, hence rel * |want| plus the format's
+//   smallest subnormal (one ulp in the subnormal range). No abs term: products are often tiny.
 // - HawkesLogLikelihood: a difference of two sums (ln lambda_i against the compensator), compared
 //   with abs + rel * (sum_i |ln lambda_i| + mu T + (alpha/beta) sum_i (1 - e^{-beta (T - t_i)})).
 #include <fmt/format.h>
@@ -34,6 +46,8 @@ using BackdoorFn = BP_RET_BackdoorAdjustment (*)(BP_PARAMS_BackdoorAdjustment);
 using FrontdoorFn = BP_RET_FrontdoorAdjustment (*)(BP_PARAMS_FrontdoorAdjustment);
 using CounterfactualFn = BP_RET_Counterfactual (*)(BP_PARAMS_Counterfactual);
 using MarkovFlowFn = BP_RET_MarkovFlow (*)(BP_PARAMS_MarkovFlow);
+using IvFn = BP_RET_IVEstimate (*)(BP_PARAMS_IVEstimate);
+using DagFn = BP_RET_DAGMarkovFactorization (*)(BP_PARAMS_DAGMarkovFactorization);
 using IntensityFn = BP_RET_HawkesIntensity (*)(BP_PARAMS_HawkesIntensity);
 using KernelMatrixFn = BP_RET_HawkesKernelMatrix (*)(BP_PARAMS_HawkesKernelMatrix);
 using LogLikFn = BP_RET_HawkesLogLikelihood (*)(BP_PARAMS_HawkesLogLikelihood);
@@ -194,6 +208,7 @@ Measure RunCholesky(ErasedKernel refk, ErasedKernel fastk, const RunContext& c) 
   const DType dt = c.dtype;
   std::vector<int64_t> orders = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33};
   if (!Quick(c)) orders.insert(orders.end(), {31, 32, 63, 64, 65, 129, 257});
+  if (!Quick(c) && dt == DType::Float64) orders.push_back(730);  // >= 4 MiB: the streamed output
   const double scale = dt == DType::Float16 || dt == DType::BFloat16 ? 3.0 : 3.7e3;
   for (const int64_t order : orders) {
     const auto n = static_cast<size_t>(order);
@@ -227,7 +242,7 @@ Measure RunCholesky(ErasedKernel refk, ErasedKernel fastk, const RunContext& c) 
     }
   }
   // Invalid calls (the reference's checks in order) and factorisation failures.
-  for (const size_t n : {size_t{3}, size_t{17}}) {
+  for (const size_t n : {size_t{3}, size_t{17}, size_t{65}}) {
     const std::vector<double> base = SpdMatrix(n, c.seed + 99 + n, 2.0);
     auto bad = [&](const std::string& what, std::vector<double> v) {
       const Bytes in = Store(v, dt);
@@ -243,6 +258,7 @@ Measure RunCholesky(ErasedKernel refk, ErasedKernel fastk, const RunContext& c) 
     bad("NaN above the diagonal", with(0, n - 1, NAN));
     bad("Inf on the diagonal", with(1, 1, INFINITY));
     bad("asymmetric", with(n - 1, 0, base[n - 1] + 1.0));
+    bad("asymmetric above the diagonal", with(n / 3, n - 1, base[(n / 3) * n + n - 1] * 1.5 + 0.25));
     bad("indefinite", with(n - 1, n - 1, -1.0));
     bad("singular (all ones)", std::vector<double>(n * n, 1.0));
   }
@@ -420,6 +436,193 @@ Measure RunMarkovFlow(ErasedKernel refk, ErasedKernel fastk, const RunContext& c
   bad("negative MI", [&] { auto v = mi; v[5] = -1.0; return v; }(), part, dt);
   bad("NaN MI", [&] { auto v = mi; v[8] = NAN; return v; }(), part, dt);
   bad("int32 dtype", mi, part, DType::Int32);
+  return m;
+}
+
+// ---- IVEstimate ---------------------------------------------------------------------------------
+
+// A compared scalar result: equal (NaN, Inf included) or within the bound.
+void CompareBound(double g, double w, double bound, const std::string& where, Measure& m) {
+  if (g == w || (std::isnan(g) && std::isnan(w))) return;
+  const double err = std::fabs(g - w);
+  m.max_error = std::max(m.max_error, std::isfinite(err) ? err : INFINITY);
+  if (!(err <= bound)) Fail(m, fmt::format("{}: got {}, want {} (bound {})", where, g, w, bound));
+}
+
+// kappa = sqrt(S_zz) (sqrt(S_yy) + |beta| sqrt(S_xx)) / |S_zx| (two-pass f64 sums of the stored values).
+double IvCondition(const std::vector<double>& z, const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(z.size());
+  double mz = 0, mx = 0, my = 0;
+  for (size_t i = 0; i < z.size(); ++i) {
+    mz += z[i];
+    mx += x[i];
+    my += y[i];
+  }
+  mz /= n;
+  mx /= n;
+  my /= n;
+  double szy = 0, szx = 0, szz = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < z.size(); ++i) {
+    const double dz = z[i] - mz, dx = x[i] - mx, dy = y[i] - my;
+    szy += dz * dy;
+    szx += dz * dx;
+    szz += dz * dz;
+    sxx += dx * dx;
+    syy += dy * dy;
+  }
+  return std::sqrt(szz) * (std::sqrt(syy) + std::fabs(szy / szx) * std::sqrt(sxx)) / std::fabs(szx);
+}
+
+Measure RunIvEstimate(ErasedKernel refk, ErasedKernel fastk, const RunContext& c) {
+  Measure m;
+  const auto ref = Unerase<IvFn>(refk), fast = Unerase<IvFn>(fastk);
+  const DType dt = c.dtype;
+  const Tolerance tol = DefaultTolerance(dt);
+  std::vector<int64_t> counts = c.sizes;
+  if (!Quick(c)) counts.push_back(200003);  // several threaded chunks and a tail
+  // Variants: strong instrument; weak (corr ~ 0.03) with a negative effect; offsets (means >> sd);
+  // specials (NaN / Inf data: NaN, or identical errors); in place over instrument[0].
+  for (const int64_t count : counts) {
+    for (int variant = 0; variant < 5; ++variant) {
+      const auto n = static_cast<size_t>(count);
+      const size_t shift = (n + static_cast<size_t>(variant)) % 2;
+      const uint64_t seed = c.seed + n * 5 + static_cast<size_t>(variant);
+      Bytes zb, xb, yb;
+      if (variant == 3) {
+        auto shifted = [&](uint64_t sd) {
+          Bytes b = RandomStorage(dt, count, sd, 2.0, true);
+          b.insert(b.begin(), shift * Elem(dt), 0xA5);
+          return b;
+        };
+        zb = shifted(seed);
+        xb = shifted(seed + 1);
+        yb = shifted(seed + 2);
+      } else {
+        const std::vector<double> z0 = Normal(n, seed), u = Normal(n, seed + 1), v = Normal(n, seed + 2);
+        std::vector<double> z(n), x(n), y(n);
+        const double a = variant == 1 ? 0.03 : 0.8, beta = variant == 1 ? -1.75 : 2.5;
+        const double off = variant == 2 ? (dt == DType::Float64 || dt == DType::Float32 ? 100.0 : 8.0) : 0.0;
+        for (size_t i = 0; i < n; ++i) {
+          z[i] = z0[i] + off;
+          x[i] = a * z0[i] + u[i] - off / 2;
+          y[i] = beta * x[i] + 0.5 * v[i] + off;
+        }
+        zb = Store(z, dt, shift);
+        xb = Store(x, dt, shift);
+        yb = Store(y, dt, shift);
+      }
+      const std::string where = fmt::format("n={} variant {} beta", n, variant);
+      Bytes want(Elem(dt) + 8, 0xA5), got = want;
+      if (variant == 4) {  // output aliases instrument[0]
+        Bytes zw = zb, zg = zb;
+        if (!RunBoth([&] { ref(At(zw, dt, shift), At(xb, dt, shift), At(yb, dt, shift), count, At(zw, dt, shift), dt); },
+                     [&] { fast(At(zg, dt, shift), At(xb, dt, shift), At(yb, dt, shift), count, At(zg, dt, shift), dt); },
+                     where + " (in place)", m)) {
+          continue;
+        }
+        // Element 0 is the result; every other byte must be untouched.
+        const auto at0 = static_cast<std::ptrdiff_t>(shift * Elem(dt)), at1 = at0 + static_cast<std::ptrdiff_t>(Elem(dt));
+        std::copy(zw.begin() + at0, zw.begin() + at1, want.begin());
+        std::copy(zg.begin() + at0, zg.begin() + at1, got.begin());
+        std::copy(zw.begin() + at0, zw.begin() + at1, zg.begin() + at0);
+        if (zw != zg) Fail(m, where + ": wrote outside its output");
+      } else if (!RunBoth([&] { ref(At(zb, dt, shift), At(xb, dt, shift), At(yb, dt, shift), count, want.data(), dt); },
+                          [&] { fast(At(zb, dt, shift), At(xb, dt, shift), At(yb, dt, shift), count, got.data(), dt); },
+                          where, m)) {
+        continue;
+      }
+      if (!std::equal(got.begin() + static_cast<std::ptrdiff_t>(Elem(dt)), got.end(),
+                      want.begin() + static_cast<std::ptrdiff_t>(Elem(dt)))) {
+        Fail(m, where + ": wrote outside its output");
+      }
+      const double g = LoadAsDouble(got, dt, 0), w = LoadAsDouble(want, dt, 0);
+      const double cond = IvCondition(Values(zb, dt, n, shift), Values(xb, dt, n, shift), Values(yb, dt, n, shift));
+      const double kappa = std::isfinite(cond) ? std::max(std::fabs(w), cond) : std::fabs(w);
+      CompareBound(g, w, tol.abs + tol.rel * kappa, where, m);
+    }
+  }
+  // Invalid calls: count < 2, a constant or uncorrelated instrument, null pointers, bad dtype.
+  const Bytes z = Store({1.0, -1.0, 1.0, -1.0}, dt), x = Store({1.0, 1.0, 2.0, 2.0}, dt), y = Store({0.5, 1.5, 2.0, 3.0}, dt);
+  const Bytes k = Store({2.0, 2.0, 2.0, 2.0}, dt);
+  Bytes out(Elem(dt), 0x5A);
+  ExpectSameError("count 1", out, [&](bool r) { (r ? ref : fast)(z.data(), x.data(), y.data(), 1, out.data(), dt); }, m);
+  ExpectSameError("uncorrelated instrument", out, [&](bool r) { (r ? ref : fast)(z.data(), x.data(), y.data(), 4, out.data(), dt); }, m);
+  ExpectSameError("constant instrument", out, [&](bool r) { (r ? ref : fast)(k.data(), y.data(), x.data(), 4, out.data(), dt); }, m);
+  ExpectSameError("constant treatment", out, [&](bool r) { (r ? ref : fast)(y.data(), k.data(), x.data(), 4, out.data(), dt); }, m);
+  ExpectSameError("null outcome", out, [&](bool r) { (r ? ref : fast)(z.data(), x.data(), nullptr, 4, out.data(), dt); }, m);
+  ExpectSameError("null output", out, [&](bool r) { (r ? ref : fast)(z.data(), y.data(), x.data(), 4, nullptr, dt); }, m);
+  ExpectSameError("int32 dtype", out, [&](bool r) { (r ? ref : fast)(z.data(), y.data(), x.data(), 4, out.data(), DType::Int32); }, m);
+  return m;
+}
+
+// ---- DAGMarkovFactorization ---------------------------------------------------------------------
+
+double SmallestSubnormal(DType dt) {
+  switch (dt) {
+    case DType::Float64: return 4.9406564584124654e-324;
+    case DType::Float32: return 1.401298464324817e-45;
+    case DType::Float16: return 5.9604644775390625e-8;
+    default: return 9.183549615799121e-41;  // bf16
+  }
+}
+
+Measure RunDagMarkov(ErasedKernel refk, ErasedKernel fastk, const RunContext& c) {
+  Measure m;
+  const auto ref = Unerase<DagFn>(refk), fast = Unerase<DagFn>(fastk);
+  const DType dt = c.dtype;
+  const Tolerance tol = DefaultTolerance(dt);
+  std::vector<int64_t> counts = c.sizes;
+  if (!Quick(c)) counts.push_back(200003);
+  // log2 of the target product per variant: moderate; near the output format's subnormal range;
+  // far below every range (0). Variant 3 holds exact ones and one exact zero; variant 4 has f64
+  // subnormal factors (f64 only).
+  const double subLog2 = dt == DType::Float64 ? -1060 : dt == DType::Float32 ? -140 : dt == DType::Float16 ? -20 : -130;
+  for (const int64_t count : counts) {
+    for (int variant = 0; variant < 5; ++variant) {
+      const auto n = static_cast<size_t>(count);
+      const size_t shift = (n + static_cast<size_t>(variant)) % 2;
+      std::mt19937_64 g(c.seed + n * 7 + static_cast<size_t>(variant));
+      std::uniform_real_distribution<double> u(0.0, 1.0);
+      const double target = variant == 0 ? -20.0 : variant == 1 ? subLog2 : -3000.0;
+      std::vector<double> v(n);
+      for (size_t i = 0; i < n; ++i) {
+        v[i] = std::exp2(target / static_cast<double>(n) * 2.0 * u(g));
+        if (variant == 3) v[i] = (i % 3 == 0) ? 1.0 : std::exp2(-0.01 * u(g));
+        if (variant == 4) v[i] = (i % 5 == 2 && dt == DType::Float64) ? 1e-310 : std::sqrt(v[i]);
+      }
+      if (variant == 3 && n > 2) v[n / 2] = 0.0;
+      const Bytes in = Store(v, dt, shift);
+      Bytes want(Elem(dt) + 8, 0xA5), got = want;
+      const std::string where = fmt::format("C={} variant {} product", n, variant);
+      if (!RunBoth([&] { ref(At(in, dt, shift), count, want.data(), dt); },
+                   [&] { fast(At(in, dt, shift), count, got.data(), dt); }, where, m)) {
+        continue;
+      }
+      if (!std::equal(got.begin() + static_cast<std::ptrdiff_t>(Elem(dt)), got.end(),
+                      want.begin() + static_cast<std::ptrdiff_t>(Elem(dt)))) {
+        Fail(m, where + ": wrote outside its output");
+      }
+      const double gv = LoadAsDouble(got, dt, 0), wv = LoadAsDouble(want, dt, 0);
+      if (std::signbit(gv) != std::signbit(wv)) Fail(m, fmt::format("{}: got {}, want {} (sign)", where, gv, wv));
+      CompareBound(gv, wv, tol.rel * std::fabs(wv) + SmallestSubnormal(dt), where, m);
+    }
+  }
+  // Invalid calls (the reference's checks in order).
+  Bytes out(Elem(dt), 0x5A);
+  auto bad = [&](const std::string& what, const std::vector<double>& v, int64_t count, DType d) {
+    const Bytes b = Store(v, dt);
+    ExpectSameError(what, out, [&](bool r) { (r ? ref : fast)(b.data(), count, out.data(), d); }, m);
+  };
+  std::vector<double> ok(37, 0.75);
+  bad("factor above 1", [&] { auto v = ok; v[33] = 1.5; return v; }(), 37, dt);
+  bad("negative factor", [&] { auto v = ok; v[3] = -0.25; return v; }(), 37, dt);
+  bad("NaN factor", [&] { auto v = ok; v[20] = NAN; return v; }(), 37, dt);
+  bad("Inf factor", [&] { auto v = ok; v[36] = INFINITY; return v; }(), 37, dt);
+  bad("negative count", ok, -1, dt);
+  bad("int32 dtype", ok, 37, DType::Int32);
+  const Bytes b = Store(ok, dt);
+  ExpectSameError("null output", out, [&](bool r) { (r ? ref : fast)(b.data(), 37, nullptr, dt); }, m);
+  ExpectSameError("null conditionals", out, [&](bool r) { (r ? ref : fast)(nullptr, 37, out.data(), dt); }, m);
   return m;
 }
 
@@ -615,6 +818,8 @@ void RegisterCausalRunners(RunnerRegistry& r) {
   r["FrontdoorAdjustment"] = RunFrontdoor;
   r["Counterfactual"] = RunCounterfactual;
   r["MarkovFlow"] = RunMarkovFlow;
+  r["IVEstimate"] = RunIvEstimate;
+  r["DAGMarkovFactorization"] = RunDagMarkov;
   r["HawkesIntensity"] = RunIntensity;
   r["HawkesKernelMatrix"] = RunKernelMatrix;
   r["HawkesLogLikelihood"] = RunLogLikelihood;
