@@ -15,9 +15,13 @@
 namespace backplane::conformance {
 namespace {
 
-TEST(Conformance, EveryFastKernelMatchesTheReferenceOnEveryTarget) {
+// One test per runnable target, so that ctest runs targets in parallel (each test is a process).
+class ConformanceOnTarget : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ConformanceOnTarget, EveryFastKernelMatchesTheReference) {
   Options options;
   options.quick = true;
+  options.targets = {GetParam()};
   const auto cells = RunCpuMatrix(options);
   int verified = 0;
   for (const Cell& c : cells) {
@@ -35,6 +39,9 @@ TEST(Conformance, EveryFastKernelMatchesTheReferenceOnEveryTarget) {
   EXPECT_GT(verified, 0);
   RecordProperty("verified_cells", verified);
 }
+
+INSTANTIATE_TEST_SUITE_P(RunnableTargets, ConformanceOnTarget, ::testing::ValuesIn(cpu::RunnableTargets()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(Conformance, ForcingATargetChangesDispatch) {
   const auto targets = cpu::RunnableTargets();
