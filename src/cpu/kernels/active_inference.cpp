@@ -26,8 +26,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include "cpu/kernels/storage.hpp"
+
 namespace backplane::cpu::simd::active_inference_ops {
-enum Kind : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 constexpr size_t kBlock = 1024;
 // One chunk's partial sum; bad: an entry that is negative or not finite, or (f64) outside the
 // range where the fast BeliefUpdate is exact.
@@ -357,27 +359,10 @@ using namespace active_inference_ops;  // NOLINT
 
 constexpr int64_t kChunk = int64_t{1} << 16;  // fixed chunks: results independent of thread count
 
-int KindOf(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return kF32;
-    case DType::Float64:
-      return kF64;
-    case DType::Float16:
-      return kF16;
-    case DType::BFloat16:
-      return kBF16;
-    default:
-      return -1;
-  }
-}
-
-size_t Bytes(int kind) { return kind == kF64 ? 8 : kind == kF32 ? 4 : 2; }
-
 template <class P>
 P* At(P* p, int kind, int64_t i) {
   using B = std::conditional_t<std::is_const_v<P>, const uint8_t, uint8_t>;
-  return reinterpret_cast<B*>(p) + static_cast<size_t>(i) * Bytes(kind);
+  return reinterpret_cast<B*>(p) + static_cast<size_t>(i) * KindBytes(kind);
 }
 
 bool Ok(const void* p, int64_t n) { return n == 0 || p != nullptr; }

@@ -71,25 +71,6 @@ namespace backplane::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using namespace attention_ops;  // NOLINT
 
-// dst[i] = src[i] rounded to f16/bf16, nearest even: F16C on AVX2/AVX-512 (vcvtps2ph rounds to
-// nearest even there), else convert-inl.h's NarrowBlock (vector bf16, scalar f16).
-inline void NarrowRNE(const float* src, uint16_t* dst, size_t n, bool bf16) {
-  size_t i = 0;
-#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
-    !defined(HWY_DISABLE_F16C)
-  if (!bf16) {
-    const hn::ScalableTag<float> df;
-    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-    const size_t lanes = hn::Lanes(df);
-    auto* h = reinterpret_cast<hwy::float16_t*>(dst);
-    for (; i + lanes <= n; i += lanes)
-      hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, h + i);
-  }
-#endif
-  constexpr size_t kBlock = 4096;
-  for (; i < n; i += kBlock) NarrowBlock(src + i, dst + i, n - i < kBlock ? n - i : kBlock, bf16);
-}
-
 // ---- Widening
 // ------------------------------------------------------------------------------------
 
@@ -119,44 +100,7 @@ void WidenRow(const void* base, int64_t offset, DType dtype, T* dst, size_t n) {
       std::memcpy(dst, static_cast<const float*>(base) + offset, n * sizeof(float));
       return;
     }
-    const uint16_t* src = static_cast<const uint16_t*>(base) + offset;
-    const bool bf16 = dtype == DType::BFloat16;
-    const hn::ScalableTag<float> df;
-    const hn::RebindToUnsigned<decltype(df)> du;
-    const hn::RebindToSigned<decltype(df)> di;
-    const hn::Rebind<uint16_t, decltype(df)> d16;
-    const size_t lanes = hn::Lanes(df);
-    size_t i = 0;
-#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
-    !defined(HWY_DISABLE_F16C)
-    if (!bf16) {  // F16C: exact, Inf/NaN included
-      const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-      const auto* h = reinterpret_cast<const hwy::float16_t*>(src);
-      for (; i + lanes <= n; i += lanes)
-        hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, h + i)), df, dst + i);
-    }
-#endif
-    for (; i + lanes <= n; i += lanes) {
-      const auto bits = hn::PromoteTo(du, hn::LoadU(d16, src + i));
-      if (bf16) {
-        hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(bits)), df, dst + i);
-        continue;
-      }
-      // f16 by bit manipulation: Highway 1.0.3's software PromoteTo (SSE4/SSSE3/SCALAR) turns
-      // f16 Inf/NaN into finite values.
-      const auto magnitude = hn::And(bits, hn::Set(du, 0x7FFFu));
-      const auto exponent = hn::And(bits, hn::Set(du, 0x7C00u));
-      const auto shifted = hn::ShiftLeft<13>(magnitude);
-      const auto normal = hn::Add(shifted, hn::Set(du, (127u - 15u) << 23));
-      const auto infnan = hn::Or(shifted, hn::Set(du, 0x7F800000u));
-      const auto sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, magnitude)),
-                                               hn::Set(df, 1.0f / 16777216.0f)));
-      auto out = hn::IfThenElse(hn::Eq(exponent, hn::Zero(du)), sub, normal);
-      out = hn::IfThenElse(hn::Eq(exponent, hn::Set(du, 0x7C00u)), infnan, out);
-      out = hn::Or(out, hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000u))));
-      hn::StoreU(hn::BitCast(df, out), df, dst + i);
-    }
-    for (; i < n; ++i) dst[i] = bf16 ? BF16ToF32(src[i]) : F16ToF32(src[i]);
+    WidenBlock(static_cast<const uint16_t*>(base) + offset, dst, n, dtype == DType::BFloat16);
   }
 }
 
@@ -474,7 +418,7 @@ void StoreRow(const Problem& p, int64_t h, int64_t i, const T* src, float* scrat
       return;
     default:
       for (size_t e = 0; e < n; ++e) scratch[e] = static_cast<float>(src[e]);
-      NarrowRNE(scratch, static_cast<uint16_t*>(p.o) + offset, n, p.dtype == DType::BFloat16);
+      NarrowBlock(scratch, static_cast<uint16_t*>(p.o) + offset, n, p.dtype == DType::BFloat16);
       return;
   }
 }

@@ -387,7 +387,9 @@ HWY_AFTER_NAMESPACE();
 #include <vector>
 
 #include "backplane/cpu/threads.hpp"
+#include "cpu/kernels/serial_blas.hpp"
 #include "cpu/kernels/simd.hpp"
+#include "cpu/kernels/storage.hpp"
 #include "cpu/reference/common.hpp"
 
 extern "C" void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t uplo_len);
@@ -422,38 +424,6 @@ bool FloatDType(DType d) {
 }
 
 double LoadD(const void* p, size_t i, DType dtype) { return ref::Load<double>(p, static_cast<int64_t>(i), dtype); }
-
-// double -> float rounding to odd, so that a following round-to-nearest-even into f16/bf16 is one
-// correct rounding of the double (as the reference's StoreResult).
-float RoundToOddF32(double value) {
-  float f = static_cast<float>(value);
-  if (std::isnan(value) || static_cast<double>(f) == value) return f;
-  uint32_t bits = std::bit_cast<uint32_t>(f);
-  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) --bits;
-  return std::bit_cast<float>(bits | 1u);
-}
-
-// Stores values[0..n) at out[at..at+n) with one rounding (the reference's StoreResult).
-void StoreRounded(const double* v, void* out, size_t at, size_t n, DType dtype) {
-  switch (dtype) {
-    case DType::Float64: std::memcpy(static_cast<double*>(out) + at, v, n * sizeof(double)); return;
-    case DType::Float32: {
-      float* o = static_cast<float*>(out) + at;
-      for (size_t i = 0; i < n; ++i) o[i] = static_cast<float>(v[i]);
-      return;
-    }
-    case DType::Float16: {
-      uint16_t* o = static_cast<uint16_t*>(out) + at;
-      for (size_t i = 0; i < n; ++i) o[i] = F32ToF16(RoundToOddF32(v[i]));
-      return;
-    }
-    default: {
-      uint16_t* o = static_cast<uint16_t*>(out) + at;
-      for (size_t i = 0; i < n; ++i) o[i] = F32ToBF16(RoundToOddF32(v[i]));
-      return;
-    }
-  }
-}
 
 void WidenTo(const void* src, size_t at, size_t n, DType dtype, double* dst) {
   switch (dtype) {
@@ -490,21 +460,6 @@ void Chunked(int64_t n, Fn&& fn) {
 }
 
 // ---- Cholesky -----------------------------------------------------------------------------------
-
-// OpenBLAS runs one thread per call (its OpenMP build follows the team size), as in matmul.cpp:
-// its own threading could make results depend on the thread count.
-struct SerialBlas {
-  int saved = omp_get_max_threads();
-  bool set = saved != 1 && !omp_in_parallel();
-  SerialBlas() {
-    if (set) omp_set_num_threads(1);
-  }
-  ~SerialBlas() {
-    if (set) omp_set_num_threads(saved);
-  }
-  SerialBlas(const SerialBlas&) = delete;
-  SerialBlas& operator=(const SerialBlas&) = delete;
-};
 
 double SymmetryTolerance(DType dtype) {
   switch (dtype) {

@@ -1,5 +1,6 @@
 // Per-target helpers for kernels: f16/bf16 storage widened to f32 lanes and narrowed back with
-// round-to-nearest-even, identical to the scalar conversions in backplane/convert.hpp.
+// round-to-nearest-even, identical to the scalar conversions in backplane/convert.hpp; f32 <-> f64
+// lanes. Scalar (not per-target) helpers are in storage.hpp.
 // Include inside HWY_NAMESPACE code after hwy/highway.h (re-included once per target).
 #if defined(BACKPLANE_CPU_KERNELS_CONVERT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef BACKPLANE_CPU_KERNELS_CONVERT_INL_H_
@@ -10,6 +11,8 @@
 
 #include <hwy/highway.h>
 
+#include <type_traits>
+
 #include "backplane/convert.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -17,10 +20,18 @@ namespace backplane::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Lanes(df) f16 (kBF16 false) or bf16 values at p widened exactly to f32 lanes, NaN quieted with
-// its payload kept, as backplane/convert.hpp. Highway 1.0.3's own f16 PromoteTo mishandles Inf/NaN
-// on SSE4/SSSE3 (no F16C), so f16 is widened with integer operations on every target.
+// its payload kept, as backplane/convert.hpp. f16 uses F16C on AVX2/AVX-512 (vcvtph2ps: the same
+// bits, checked for all 65536 inputs); elsewhere integer operations, as Highway 1.0.3's software
+// f16 PromoteTo (SSE4/SSSE3/SCALAR) turns Inf/NaN into finite values.
 template <bool kBF16, class DF>
 HWY_INLINE hn::Vec<DF> LoadWidenU16(DF df, const uint16_t* p) {
+#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
+    !defined(HWY_DISABLE_F16C)
+  if constexpr (!kBF16) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+#endif
   const hn::RebindToUnsigned<DF> du;
   const hn::RebindToSigned<DF> di;
   const hn::Rebind<uint16_t, DF> dh;
@@ -47,6 +58,16 @@ HWY_INLINE hn::Vec<DF> LoadWidenU16(DF df, const uint16_t* p) {
   }
 }
 
+// Lanes(d) f32 or f64 elements at p as f64 lanes (exact).
+template <class T, class D>
+HWY_INLINE hn::Vec<D> LoadF64(D d, const T* p) {
+  if constexpr (std::is_same_v<T, double>) {
+    return hn::LoadU(d, p);
+  } else {
+    return hn::PromoteTo(d, hn::LoadU(hn::Rebind<T, D>(), p));
+  }
+}
+
 // f64 lanes -> f32 lanes rounded to nearest even, Inf and overflow included. Highway 1.0.3's
 // DemoteTo on HWY_SCALAR and HWY_EMU128 saturates +-Inf and overflow to +-FLT_MAX, so those
 // targets convert lane by lane.
@@ -63,24 +84,30 @@ HWY_INLINE hn::Vec<DF> DemoteF32(DF df, V v) {
 #endif
 }
 
-// Converts n <= kBlock elements of 16-bit storage to f32 and back (scalar, exact; used on the
-// block buffers of the f16/bf16 paths).
+// dst[i] = src[i] (f16 or bf16 storage) widened exactly to f32, as F16ToF32 / BF16ToF32.
 inline void WidenBlock(const uint16_t* src, float* dst, size_t n, bool bf16) {
+  const hn::ScalableTag<float> df;
+  const size_t lanes = hn::Lanes(df);
+  size_t i = 0;
   if (bf16) {
-    for (size_t i = 0; i < n; ++i) dst[i] = BF16ToF32(src[i]);
+    for (; i + lanes <= n; i += lanes) hn::StoreU(LoadWidenU16<true>(df, src + i), df, dst + i);
+    for (; i < n; ++i) dst[i] = BF16ToF32(src[i]);
   } else {
-    for (size_t i = 0; i < n; ++i) dst[i] = F16ToF32(src[i]);
+    for (; i + lanes <= n; i += lanes) hn::StoreU(LoadWidenU16<false>(df, src + i), df, dst + i);
+    for (; i < n; ++i) dst[i] = F16ToF32(src[i]);
   }
 }
 
+// dst[i] = src[i] rounded to f16/bf16 to nearest even, exactly as F32ToF16 / F32ToBF16. f16 uses
+// F16C on AVX2/AVX-512 (vcvtps2ph: the same bits, checked for all 2^32 inputs), else scalar; bf16
+// rounds the f32 bits in vector lanes.
 inline void NarrowBlock(const float* src, uint16_t* dst, size_t n, bool bf16) {
+  const hn::ScalableTag<float> df;
+  const size_t lanes = hn::Lanes(df);
+  size_t i = 0;
   if (bf16) {
-    const hn::ScalableTag<float> df;
     const hn::RebindToUnsigned<decltype(df)> du;
-    const size_t lanes = hn::Lanes(df);
-    size_t i = 0;
-    // Vector round-to-nearest-even on the f32 bits; NaN becomes the quiet NaN with the same top
-    // bits, exactly as F32ToBF16.
+    // NaN becomes the quiet NaN with the same top bits, exactly as F32ToBF16.
     HWY_ALIGN uint32_t tmp[hn::MaxLanes(du)];
     for (; i + lanes <= n; i += lanes) {
       const auto v = hn::LoadU(df, src + i);
@@ -94,7 +121,13 @@ inline void NarrowBlock(const float* src, uint16_t* dst, size_t n, bool bf16) {
     }
     for (; i < n; ++i) dst[i] = F32ToBF16(src[i]);
   } else {
-    for (size_t i = 0; i < n; ++i) dst[i] = F32ToF16(src[i]);
+#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
+    !defined(HWY_DISABLE_F16C)
+    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+    auto* h = reinterpret_cast<hwy::float16_t*>(dst);
+    for (; i + lanes <= n; i += lanes) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, h + i);
+#endif
+    for (; i < n; ++i) dst[i] = F32ToF16(src[i]);
   }
 }
 

@@ -25,68 +25,6 @@ HWY_BEFORE_NAMESPACE();
 namespace backplane::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// dst[i] = src[i] (f16 or bf16 storage) widened to f32.
-void WidenHalf(const uint16_t* src, float* dst, size_t n, bool bf16) {
-  const hn::ScalableTag<float> df;
-  const hn::RebindToUnsigned<decltype(df)> du;
-  const hn::RebindToSigned<decltype(df)> di;
-  const hn::Rebind<uint16_t, decltype(df)> d16;
-  const size_t lanes = hn::Lanes(df);
-  size_t i = 0;
-#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
-    !defined(HWY_DISABLE_F16C)
-  if (!bf16) {  // F16C: exact, Inf/NaN included
-    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-    const auto* h = reinterpret_cast<const hwy::float16_t*>(src);
-    for (; i + lanes <= n; i += lanes)
-      hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, h + i)), df, dst + i);
-  }
-#endif
-  for (; i + lanes <= n; i += lanes) {
-    const auto bits = hn::PromoteTo(du, hn::LoadU(d16, src + i));
-    if (bf16) {
-      hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(bits)), df, dst + i);
-      continue;
-    }
-    // f16 by bit manipulation (Highway 1.0.3's software PromoteTo mishandles Inf/NaN).
-    const auto magnitude = hn::And(bits, hn::Set(du, 0x7FFFu));
-    const auto exponent = hn::And(bits, hn::Set(du, 0x7C00u));
-    const auto shifted = hn::ShiftLeft<13>(magnitude);
-    const auto normal = hn::Add(shifted, hn::Set(du, (127u - 15u) << 23));
-    const auto infnan = hn::Or(shifted, hn::Set(du, 0x7F800000u));
-    const auto sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, magnitude)),
-                                             hn::Set(df, 1.0f / 16777216.0f)));
-    auto out = hn::IfThenElse(hn::Eq(exponent, hn::Zero(du)), sub, normal);
-    out = hn::IfThenElse(hn::Eq(exponent, hn::Set(du, 0x7C00u)), infnan, out);
-    out = hn::Or(out, hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000u))));
-    hn::StoreU(hn::BitCast(df, out), df, dst + i);
-  }
-  for (; i < n; ++i) dst[i] = bf16 ? BF16ToF32(src[i]) : F16ToF32(src[i]);
-}
-
-// dst[i] = src[i] rounded to f16/bf16, nearest even: F16C on AVX2/AVX-512 (vcvtps2ph rounds to
-// nearest even there), else convert-inl.h's NarrowBlock (vector bf16, scalar f16).
-inline void NarrowRNE(const float* src, uint16_t* dst, size_t n, bool bf16) {
-  size_t i = 0;
-#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
-    !defined(HWY_DISABLE_F16C)
-  if (!bf16) {
-    const hn::ScalableTag<float> df;
-    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-    const size_t lanes = hn::Lanes(df);
-    auto* h = reinterpret_cast<hwy::float16_t*>(dst);
-    for (; i + lanes <= n; i += lanes)
-      hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, h + i);
-  }
-#endif
-  constexpr size_t kBlock = 4096;
-  for (; i < n; i += kBlock) NarrowBlock(src + i, dst + i, n - i < kBlock ? n - i : kBlock, bf16);
-}
-
-void NarrowHalf(const float* src, uint16_t* dst, size_t n, bool bf16) {
-  NarrowRNE(src, dst, n, bf16);
-}
-
 // row[i] = value for n elements (bias broadcast), f32 or f64.
 template <class T>
 void FillRow(T* row, size_t n, T value) {
@@ -106,7 +44,6 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <cblas.h>
 #include <hwy/aligned_allocator.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -117,11 +54,12 @@ HWY_AFTER_NAMESPACE();
 #include <vector>
 
 #include "backplane/cpu/threads.hpp"
+#include "cpu/kernels/serial_blas.hpp"
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
-HWY_EXPORT(WidenHalf);
-HWY_EXPORT(NarrowHalf);
+HWY_EXPORT(WidenBlock);
+HWY_EXPORT(NarrowBlock);
 HWY_EXPORT(FillRowF32);
 HWY_EXPORT(FillRowF64);
 
@@ -199,20 +137,6 @@ bool Overlaps(const void* a, size_t abytes, const void* b, size_t bbytes) {
   return a && b && abytes > 0 && bbytes > 0 && x < y + bbytes && y < x + abytes;
 }
 
-// OpenBLAS runs one thread per call (under our pool, or with the OpenMP team size set to 1 for
-// the call, which its OpenMP build follows); our pool splits the output into blocks that depend
-// only on the shape. OpenBLAS's own threading gives results that depend on the thread count.
-struct SerialBlas {
-  int saved = omp_get_max_threads();
-  bool set = saved != 1 && !omp_in_parallel();
-  SerialBlas() {
-    if (set) omp_set_num_threads(1);
-  }
-  ~SerialBlas() {
-    if (set) omp_set_num_threads(saved);
-  }
-};
-
 // C[m x n] += op(A) * B, row-major with leading dimensions ldb and ldc; transA: A is stored
 // [k x m]. Blocks of 2048 columns (or 256 rows) run on our pool when the product is large.
 template <class T>
@@ -274,7 +198,7 @@ struct Widened {
     }
     copy.resize(static_cast<size_t>(count));
     if constexpr (std::is_same_v<T, float>) {
-      HWY_DYNAMIC_DISPATCH(WidenHalf)
+      HWY_DYNAMIC_DISPATCH(WidenBlock)
       (static_cast<const uint16_t*>(src), copy.data(), copy.size(), dtype == DType::BFloat16);
     }
     data = copy.data();
@@ -290,7 +214,7 @@ void StoreOut(const T* y, void* out, int64_t offset, int64_t count, DType dtype)
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    HWY_DYNAMIC_DISPATCH(NarrowHalf)
+    HWY_DYNAMIC_DISPATCH(NarrowBlock)
     (y, static_cast<uint16_t*>(out) + offset, static_cast<size_t>(count), dtype == DType::BFloat16);
   }
 }

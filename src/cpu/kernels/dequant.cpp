@@ -17,9 +17,10 @@
 #include <type_traits>
 
 #include "backplane/convert.hpp"
+#include "cpu/kernels/storage.hpp"
 
 namespace backplane::cpu::simd::dequant_ops {
-enum Kind : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 }  // namespace backplane::cpu::simd::dequant_ops
 #endif  // BACKPLANE_CPU_KERNELS_DEQUANT_SHARED_
 
@@ -126,16 +127,6 @@ using namespace dequant_ops;  // NOLINT
 
 constexpr int64_t kChunk = int64_t{1} << 16;  // even: int4 chunks start on a byte
 
-int KindOf(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return kF32;
-    case DType::Float64: return kF64;
-    case DType::Float16: return kF16;
-    case DType::BFloat16: return kBF16;
-    default: return -1;
-  }
-}
-
 template <bool kInt4>
 void Dequant(void* dst, const void* src, int64_t count, const DequantConfig& config, DType dstFormat,
              DType srcFormat) {
@@ -148,7 +139,7 @@ void Dequant(void* dst, const void* src, int64_t count, const DequantConfig& con
     return kInt4 ? Reference().Dequant_Dequant4(dst, src, count, config, dstFormat, srcFormat)
                  : Reference().Dequant_Dequant(dst, src, count, config, dstFormat, srcFormat);
   }
-  const size_t out_bytes = kind == kF64 ? 8 : kind == kF32 ? 4 : 2;
+  const size_t out_bytes = KindBytes(kind);
   const auto s = reinterpret_cast<uintptr_t>(src), d = reinterpret_cast<uintptr_t>(dst);
   const size_t in_bytes = kInt4 ? static_cast<size_t>(count + 1) / 2 : static_cast<size_t>(count);
   if (s < d + static_cast<size_t>(count) * out_bytes && d < s + in_bytes) {  // overlapping: element order matters

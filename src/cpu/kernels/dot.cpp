@@ -18,10 +18,11 @@
 #include <type_traits>
 
 #include "backplane/convert.hpp"
+#include "cpu/kernels/storage.hpp"
 
 namespace backplane::cpu::simd::dot_ops {
 
-enum Kind : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 
 inline double LoadScalar(int kind, const void* p, size_t i) {
   switch (kind) {
@@ -145,16 +146,6 @@ using namespace dot_ops;  // NOLINT
 // or more and their partial sums are added in chunk order.
 constexpr int64_t kChunk = int64_t{1} << 16;
 
-int KindOf(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return kF32;
-    case DType::Float64: return kF64;
-    case DType::Float16: return kF16;
-    case DType::BFloat16: return kBF16;
-    default: return -1;
-  }
-}
-
 template <class T, class Fn>
 T ChunkedSum(int64_t n, const Fn& chunk) {
   if (n <= kChunk) return chunk(0, n);
@@ -177,7 +168,7 @@ double Dot(const void* left, const void* right, int64_t count, DType dtype) {
       return HWY_DYNAMIC_DISPATCH(DotInt8Chunk)(a + s, b + s, static_cast<size_t>(e - s));
     }));
   }
-  const size_t bytes = kind == kF64 ? 8 : kind == kF32 ? 4 : 2;
+  const size_t bytes = KindBytes(kind);
   const double total = ChunkedSum<double>(count, [&](int64_t s, int64_t e) {
     const size_t offset = static_cast<size_t>(s) * bytes;
     return HWY_DYNAMIC_DISPATCH(DotFloatChunk)(kind, static_cast<const uint8_t*>(left) + offset,

@@ -21,9 +21,10 @@
 #include <cstdint>
 
 #include "backplane/random.hpp"
+#include "cpu/kernels/storage.hpp"
 
 namespace backplane::cpu::simd::dropout_ops {
-enum Kind : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 }  // namespace backplane::cpu::simd::dropout_ops
 #endif  // BACKPLANE_CPU_KERNELS_DROPOUT_SHARED_
 
@@ -146,17 +147,10 @@ using namespace dropout_ops;  // NOLINT
 constexpr int64_t kChunk = int64_t{1} << 16;
 
 void Dropout(void* dst, const void* src, int64_t count, const DropoutConfig& config, DType dtype) {
-  int kind = -1;
-  switch (dtype) {
-    case DType::Float32: kind = kF32; break;
-    case DType::Float64: kind = kF64; break;
-    case DType::Float16: kind = kF16; break;
-    case DType::BFloat16: kind = kBF16; break;
-    default: break;
-  }
+  const int kind = KindOf(dtype);
   const float rate = config.Rate;
   const bool usual = kind >= 0 && count > 0 && dst && src;
-  const size_t bytes = kind == kF64 ? 8 : kind == kF32 ? 4 : 2;
+  const size_t bytes = KindBytes(kind);
   if (usual && rate == 1.0f) {  // nothing kept: +0.0 everywhere (all-zero bits in every format)
     std::memset(dst, 0, static_cast<size_t>(count) * bytes);
     return;

@@ -16,6 +16,7 @@
 #include <hwy/contrib/math/math-inl.h>
 
 #include "cpu/kernels/convert-inl.h"
+#include "cpu/kernels/cross_entropy-inl.h"
 
 #ifndef BACKPLANE_CPU_KERNELS_GRADIENTS_SHARED_
 #define BACKPLANE_CPU_KERNELS_GRADIENTS_SHARED_
@@ -24,10 +25,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+#include "cpu/kernels/storage.hpp"
 
 namespace backplane::cpu::simd::gradients_ops {
 
-enum Kind : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 
 // The reference's row of CrossEntropyGrad in f64 (z and g may be the same buffer).
 template <class T>
@@ -81,86 +83,6 @@ void MSEGradTyped(const P* p, const P* t, P* out, size_t n, double scale) {
   for (; i < n; ++i) out[i] = static_cast<P>((static_cast<double>(p[i]) - static_cast<double>(t[i])) * scale);
 }
 
-template <class T>
-bool RowMax(const T* z, size_t n, T* max) {
-  const hn::ScalableTag<T> d;
-  const size_t lanes = hn::Lanes(d);
-  auto mx = hn::LoadU(d, z);
-  auto nan = hn::VecFromMask(d, hn::IsNaN(mx));
-  for (size_t i = lanes; i < n; i += lanes) {
-    const auto x = hn::LoadU(d, z + std::min(i, n - lanes));
-    mx = hn::Max(mx, x);
-    nan = hn::Or(nan, hn::VecFromMask(d, hn::IsNaN(x)));
-  }
-  *max = hn::GetLane(hn::MaxOfLanes(d, mx));
-  return hn::AllFalse(d, hn::MaskFromVec(nan));
-}
-
-// g = exp(z - m), returns the sum in f64.
-double ExpRow(const double* z, double* g, size_t n, double m) {
-  const hn::ScalableTag<double> d;
-  const size_t lanes = hn::Lanes(d);
-  const auto vm = hn::Set(d, m);
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d);
-  size_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    const auto e0 = hn::Exp(d, hn::Sub(hn::LoadU(d, z + i), vm));
-    const auto e1 = hn::Exp(d, hn::Sub(hn::LoadU(d, z + i + lanes), vm));
-    hn::StoreU(e0, d, g + i);
-    hn::StoreU(e1, d, g + i + lanes);
-    a0 = hn::Add(a0, e0);
-    a1 = hn::Add(a1, e1);
-  }
-  for (; i + lanes <= n; i += lanes) {
-    const auto e0 = hn::Exp(d, hn::Sub(hn::LoadU(d, z + i), vm));
-    hn::StoreU(e0, d, g + i);
-    a0 = hn::Add(a0, e0);
-  }
-  double sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
-  for (; i < n; ++i) {
-    g[i] = std::exp(z[i] - m);
-    sum += g[i];
-  }
-  return sum;
-}
-
-double ExpRow(const float* z, float* g, size_t n, float m) {
-  const hn::ScalableTag<float> df;
-  const hn::ScalableTag<double> d;
-  const hn::Rebind<float, decltype(d)> dh;
-  const size_t lanes = hn::Lanes(df), dlanes = hn::Lanes(d);
-  const auto vm = hn::Set(df, m);
-  auto acc = hn::Zero(d);
-  HWY_ALIGN float buf[hn::MaxLanes(df)];
-  size_t i = 0;
-  // Groups of 16 vectors: each f32 lane adds 8 exponentials before it joins the f64 sum.
-  for (; i + 16 * lanes <= n; i += 16 * lanes) {
-    auto s0 = hn::Zero(df), s1 = s0;
-    for (size_t j = i; j < i + 16 * lanes; j += 2 * lanes) {
-      const auto e0 = hn::Exp(df, hn::Sub(hn::LoadU(df, z + j), vm));
-      const auto e1 = hn::Exp(df, hn::Sub(hn::LoadU(df, z + j + lanes), vm));
-      hn::StoreU(e0, df, g + j);
-      hn::StoreU(e1, df, g + j + lanes);
-      s0 = hn::Add(s0, e0);
-      s1 = hn::Add(s1, e1);
-    }
-    hn::Store(hn::Add(s0, s1), df, buf);
-    for (size_t k = 0; k < lanes; k += dlanes) acc = hn::Add(acc, hn::PromoteTo(d, hn::Load(dh, buf + k)));
-  }
-  for (; i + lanes <= n; i += lanes) {
-    const auto e0 = hn::Exp(df, hn::Sub(hn::LoadU(df, z + i), vm));
-    hn::StoreU(e0, df, g + i);
-    hn::Store(e0, df, buf);
-    for (size_t k = 0; k < lanes; k += dlanes) acc = hn::Add(acc, hn::PromoteTo(d, hn::Load(dh, buf + k)));
-  }
-  double sum = hn::GetLane(hn::SumOfLanes(d, acc));
-  for (; i < n; ++i) {
-    g[i] = static_cast<float>(std::exp(static_cast<double>(z[i]) - static_cast<double>(m)));
-    sum += g[i];
-  }
-  return sum;
-}
-
 // One row of CrossEntropyGrad; g may alias z.
 template <class T>
 void GradRow(const T* z, T* g, size_t n, int32_t target, double inv_batch) {
@@ -170,7 +92,7 @@ void GradRow(const T* z, T* g, size_t n, int32_t target, double inv_batch) {
   if (n < lanes || !RowMax(z, n, &m) || !std::isfinite(m)) return GradRowScalar(z, g, n, target, inv_batch);
   const double md = m;
   const double zt = z[target];  // read before g (possibly z) is written
-  const double sum = ExpRow(z, g, n, m);
+  const double sum = ExpSum<true>(z, g, n, m);
   const auto s = hn::Set(d, static_cast<T>(inv_batch / sum));
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, g + i), s), d, g + i);
@@ -237,23 +159,11 @@ using namespace gradients_ops;  // NOLINT
 
 constexpr int64_t kChunk = int64_t{1} << 16;
 
-int KindOf(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return kF32;
-    case DType::Float64: return kF64;
-    case DType::Float16: return kF16;
-    case DType::BFloat16: return kBF16;
-    default: return -1;
-  }
-}
-
-size_t Bytes(int kind) { return kind == kF64 ? 8 : kind == kF32 ? 4 : 2; }
-
 void MSEGrad(const void* p, const void* t, void* grad, int64_t count, DType dtype) {
   const int kind = KindOf(dtype);
   if (kind < 0 || count <= 0 || !p || !t || !grad) return Reference().Gradients_MSEGrad(p, t, grad, count, dtype);
   const double scale = 2.0 / static_cast<double>(count);
-  const size_t bytes = Bytes(kind);
+  const size_t bytes = KindBytes(kind);
   ParallelFor(count, kChunk, [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(MSEGradChunk)(kind, static_cast<const uint8_t*>(p) + b * bytes,
                                        static_cast<const uint8_t*>(t) + b * bytes, static_cast<uint8_t*>(grad) + b * bytes,
@@ -275,7 +185,7 @@ void CrossEntropyGrad(const void* logits, const int32_t* targets, void* grad, in
   }
   const double inv_batch = 1.0 / static_cast<double>(batch);
   const int64_t grain = std::max<int64_t>(1, kChunk / classes);
-  const size_t bytes = Bytes(kind);
+  const size_t bytes = KindBytes(kind);
   ParallelFor(batch, grain, [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(CrossEntropyGradRows)(kind, static_cast<const uint8_t*>(logits) + b * classes * bytes,
                                                targets + b, static_cast<uint8_t*>(grad) + b * classes * bytes,

@@ -208,6 +208,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "backplane/convert.hpp"
 #include "backplane/cpu/threads.hpp"
+#include "cpu/kernels/storage.hpp"
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
@@ -221,24 +222,6 @@ namespace {
 // Rows are split into chunks of at least this many elements; chunks run in parallel.
 constexpr int64_t kMinChunkElements = int64_t{1} << 16;
 constexpr size_t kStreamBytes = size_t{8} << 20;
-
-double LoadElement(const void* p, int64_t i, DType dtype) {
-  switch (dtype) {
-    case DType::Float64: return static_cast<const double*>(p)[i];
-    case DType::Float32: return static_cast<const float*>(p)[i];
-    case DType::Float16: return F16ToF32(static_cast<const uint16_t*>(p)[i]);
-    default: return BF16ToF32(static_cast<const uint16_t*>(p)[i]);
-  }
-}
-
-// The per-column parameters widened to f64; `fill` where the pointer is null.
-std::vector<double> Column(const void* values, int64_t n, DType dtype, double fill) {
-  std::vector<double> out(static_cast<size_t>(n), fill);
-  if (values != nullptr) {
-    for (int64_t j = 0; j < n; ++j) out[static_cast<size_t>(j)] = LoadElement(values, j, dtype);
-  }
-  return out;
-}
 
 bool Overlap(const void* a, const void* b, size_t bytes) {
   const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
@@ -256,8 +239,8 @@ bool Norm(const void* in, const void* scale, const void* bias, void* out, int64_
   if (count == 0 || in == nullptr || out == nullptr) return false;
   const size_t bytes = DTypeStorageBytes(dtype, count);
   if (in != out && Overlap(in, out, bytes)) return false;
-  const std::vector<double> s = Column(scale, n, dtype, 1.0);
-  const std::vector<double> b = Column(rms ? nullptr : bias, n, dtype, -0.0);
+  const std::vector<double> s = ColumnF64(scale, n, dtype, 1.0);
+  const std::vector<double> b = ColumnF64(rms ? nullptr : bias, n, dtype, -0.0);
   const std::vector<float> s32(s.begin(), s.end()), b32(b.begin(), b.end());  // exact: f32-class values
   double smax = 0.0, bmax = 0.0;
   for (const double v : s) smax = std::max(smax, std::fabs(v));

@@ -20,6 +20,7 @@
 #include <hwy/contrib/math/math-inl.h>
 
 #include "cpu/kernels/convert-inl.h"
+#include "cpu/kernels/cross_entropy-inl.h"
 
 #ifndef BACKPLANE_CPU_KERNELS_LOSSES_SHARED_
 #define BACKPLANE_CPU_KERNELS_LOSSES_SHARED_
@@ -29,11 +30,12 @@
 #include <cstdint>
 #include <limits>
 #include <vector>
+#include "cpu/kernels/storage.hpp"
 
 namespace backplane::cpu::simd::losses_ops {
 
 enum LossOp : int { kMSE, kMAE, kHuber, kBCE, kKL };
-enum Kind : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 
 // The reference's term of each loss, in f64.
 inline double TermScalar(int op, double p, double t) {
@@ -184,77 +186,13 @@ double ChunkTyped(int kind, const void* p, const void* t, size_t n, bool* invali
 
 // ---- CrossEntropy ------------------------------------------------------------------------------
 
-// Row maximum in native lanes (n >= lanes: the last vector overlaps, harmless for a maximum);
-// returns false when the row has a NaN.
-template <class T>
-bool RowMax(const T* z, size_t n, T* max) {
-  const hn::ScalableTag<T> d;
-  const size_t lanes = hn::Lanes(d);
-  auto mx = hn::LoadU(d, z);
-  auto nan = hn::VecFromMask(d, hn::IsNaN(mx));
-  for (size_t i = lanes; i < n; i += lanes) {
-    const auto x = hn::LoadU(d, z + std::min(i, n - lanes));
-    mx = hn::Max(mx, x);
-    nan = hn::Or(nan, hn::VecFromMask(d, hn::IsNaN(x)));
-  }
-  *max = hn::GetLane(hn::MaxOfLanes(d, mx));
-  return hn::AllFalse(d, hn::MaskFromVec(nan));
-}
-
-// sum_c exp(z_c - m) for a finite m, accumulated in f64.
-double SumExp(const double* z, size_t n, double m) {
-  const hn::ScalableTag<double> d;
-  const size_t lanes = hn::Lanes(d);
-  const auto vm = hn::Set(d, m);
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d);
-  size_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    a0 = hn::Add(a0, hn::Exp(d, hn::Sub(hn::LoadU(d, z + i), vm)));
-    a1 = hn::Add(a1, hn::Exp(d, hn::Sub(hn::LoadU(d, z + i + lanes), vm)));
-  }
-  for (; i + lanes <= n; i += lanes) a0 = hn::Add(a0, hn::Exp(d, hn::Sub(hn::LoadU(d, z + i), vm)));
-  double sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
-  for (; i < n; ++i) sum += std::exp(z[i] - m);
-  return sum;
-}
-
-// f32 exponentials, partially summed in f32 and accumulated in f64 lanes.
-double SumExp(const float* z, size_t n, float m) {
-  const hn::ScalableTag<float> df;
-  const hn::ScalableTag<double> d;
-  const hn::Rebind<float, decltype(d)> dh;
-  const size_t lanes = hn::Lanes(df), dlanes = hn::Lanes(d);
-  const auto vm = hn::Set(df, m);
-  auto acc = hn::Zero(d);
-  HWY_ALIGN float buf[hn::MaxLanes(df)];
-  size_t i = 0;
-  // Groups of 16 vectors: each f32 lane adds 16 exponentials (relative error <= 15 * 2^-24 <
-  // 9e-7) before it joins the f64 sum.
-  for (; i + 16 * lanes <= n; i += 16 * lanes) {
-    auto s0 = hn::Zero(df), s1 = s0;
-    for (size_t j = i; j < i + 16 * lanes; j += 2 * lanes) {
-      s0 = hn::Add(s0, hn::Exp(df, hn::Sub(hn::LoadU(df, z + j), vm)));
-      s1 = hn::Add(s1, hn::Exp(df, hn::Sub(hn::LoadU(df, z + j + lanes), vm)));
-    }
-    hn::Store(hn::Add(s0, s1), df, buf);
-    for (size_t k = 0; k < lanes; k += dlanes) acc = hn::Add(acc, hn::PromoteTo(d, hn::Load(dh, buf + k)));
-  }
-  for (; i + lanes <= n; i += lanes) {
-    hn::Store(hn::Exp(df, hn::Sub(hn::LoadU(df, z + i), vm)), df, buf);
-    for (size_t k = 0; k < lanes; k += dlanes) acc = hn::Add(acc, hn::PromoteTo(d, hn::Load(dh, buf + k)));
-  }
-  double sum = hn::GetLane(hn::SumOfLanes(d, acc));
-  for (; i < n; ++i) sum += std::exp(static_cast<double>(z[i]) - static_cast<double>(m));
-  return sum;
-}
-
 template <class T>
 double RowLoss(const T* z, size_t n, int32_t target) {
   const hn::ScalableTag<T> d;
   T m;
   if (n < hn::Lanes(d) || !RowMax(z, n, &m) || !std::isfinite(m)) return RowLossScalar(z, n, target);
   const double md = m;
-  return md + std::log(SumExp(z, n, m)) - static_cast<double>(z[target]);
+  return md + std::log(ExpSum<false>(z, static_cast<T*>(nullptr), n, m)) - static_cast<double>(z[target]);
 }
 
 }  // namespace
@@ -301,18 +239,6 @@ using namespace losses_ops;  // NOLINT
 
 constexpr int64_t kChunk = int64_t{1} << 16;  // fixed chunk boundaries: thread-count independent
 
-int KindOf(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return kF32;
-    case DType::Float64: return kF64;
-    case DType::Float16: return kF16;
-    case DType::BFloat16: return kBF16;
-    default: return -1;
-  }
-}
-
-size_t Bytes(int kind) { return kind == kF64 ? 8 : kind == kF32 ? 4 : 2; }
-
 double Finish(double value, DType dtype) {
   return dtype == DType::Float64 ? value : static_cast<double>(static_cast<float>(value));
 }
@@ -325,7 +251,7 @@ double Loss(const void* p, const void* t, int64_t count, DType dtype,
   const int64_t chunks = (count + kChunk - 1) / kChunk;
   std::vector<double> parts(static_cast<size_t>(chunks));
   std::vector<char> bad(static_cast<size_t>(chunks), 0);
-  const size_t bytes = Bytes(kind);
+  const size_t bytes = KindBytes(kind);
   ParallelFor(count, kChunk, [&](int64_t b, int64_t e) {
     bool invalid = false;
     const auto c = static_cast<size_t>(b / kChunk);
@@ -356,7 +282,7 @@ double CrossEntropy(const void* logits, const int32_t* targets, int64_t batch, i
   }
   std::vector<double> rows(static_cast<size_t>(batch));
   const int64_t grain = std::max<int64_t>(1, kChunk / classes);
-  const size_t bytes = Bytes(kind);
+  const size_t bytes = KindBytes(kind);
   ParallelFor(batch, grain, [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(CrossEntropyRows)(kind, static_cast<const uint8_t*>(logits) + b * classes * bytes,
                                            targets + b, static_cast<size_t>(e - b), static_cast<size_t>(classes),

@@ -279,6 +279,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "backplane/convert.hpp"
 #include "backplane/cpu/threads.hpp"
+#include "cpu/kernels/storage.hpp"
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
@@ -364,13 +365,6 @@ bool FloatDType(DType dtype) {
 bool Overlap(const void* a, size_t abytes, const void* b, size_t bbytes) {
   const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
   return abytes > 0 && bbytes > 0 && x < y + bbytes && y < x + abytes;
-}
-
-std::vector<float> WidenAll(const void* src, int64_t n, bool bf16) {
-  std::vector<float> out(static_cast<size_t>(n));
-  const auto* h = static_cast<const uint16_t*>(src);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = bf16 ? BF16ToF32(h[i]) : F16ToF32(h[i]);
-  return out;
 }
 
 // Rows in blocks of about kGrain elements; parallel from kParallelMin elements.

@@ -43,60 +43,13 @@ namespace backplane::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using namespace matmul_ops;  // NOLINT
 
-// dst[i] = src[i] rounded to f16/bf16, nearest even: F16C on AVX2/AVX-512 (vcvtps2ph rounds to
-// nearest even there), else convert-inl.h's NarrowBlock (vector bf16, scalar f16).
-inline void NarrowRNE(const float* src, uint16_t* dst, size_t n, bool bf16) {
-  size_t i = 0;
-#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
-    !defined(HWY_DISABLE_F16C)
-  if (!bf16) {
-    const hn::ScalableTag<float> df;
-    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-    const size_t lanes = hn::Lanes(df);
-    auto* h = reinterpret_cast<hwy::float16_t*>(dst);
-    for (; i + lanes <= n; i += lanes)
-      hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, h + i);
-  }
-#endif
-  constexpr size_t kBlock = 4096;
-  for (; i < n; i += kBlock) NarrowBlock(src + i, dst + i, n - i < kBlock ? n - i : kBlock, bf16);
-}
-
-// ---- Widening loads (f16 by bit manipulation: Highway 1.0.3's software PromoteTo on
-// SSE4/SSSE3/SCALAR turns f16 Inf/NaN into finite values).
-template <class DF>
-HWY_INLINE hn::Vec<DF> WidenF16(DF df, hn::Vec<hn::RebindToUnsigned<DF>> bits) {
-  const hn::RebindToUnsigned<DF> du;
-  const hn::RebindToSigned<DF> di;
-  const auto magnitude = hn::And(bits, hn::Set(du, 0x7FFFu));
-  const auto exponent = hn::And(bits, hn::Set(du, 0x7C00u));
-  const auto shifted = hn::ShiftLeft<13>(magnitude);
-  const auto normal = hn::Add(shifted, hn::Set(du, (127u - 15u) << 23));
-  const auto infnan = hn::Or(shifted, hn::Set(du, 0x7F800000u));
-  const auto sub = hn::BitCast(
-      du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, magnitude)), hn::Set(df, 1.0f / 16777216.0f)));
-  auto out = hn::IfThenElse(hn::Eq(exponent, hn::Zero(du)), sub, normal);
-  out = hn::IfThenElse(hn::Eq(exponent, hn::Set(du, 0x7C00u)), infnan, out);
-  return hn::BitCast(df, hn::Or(out, hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000u)))));
-}
-
+// Lanes(df) elements of storage kSrc at element i, widened exactly to f32 (convert-inl.h).
 template <int kSrc, class DF>
 HWY_INLINE hn::Vec<DF> LoadWide(DF df, const void* base, size_t i) {
   if constexpr (kSrc == kF32) {
     return hn::LoadU(df, static_cast<const float*>(base) + i);
   } else {
-#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
-    !defined(HWY_DISABLE_F16C)
-    if constexpr (kSrc == kF16) {  // F16C: exact, Inf/NaN included
-      const hn::Rebind<hwy::float16_t, DF> dh;
-      return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(base) + i));
-    }
-#endif
-    const hn::RebindToUnsigned<DF> du;
-    const hn::Rebind<uint16_t, DF> d16;
-    const auto bits = hn::PromoteTo(du, hn::LoadU(d16, static_cast<const uint16_t*>(base) + i));
-    if constexpr (kSrc == kBF16) return hn::BitCast(df, hn::ShiftLeft<16>(bits));
-    return WidenF16(df, bits);
+    return LoadWidenU16<kSrc == kBF16>(df, static_cast<const uint16_t*>(base) + i);
   }
 }
 
@@ -409,7 +362,7 @@ void HalfGemm(const uint16_t* a, const uint16_t* b, uint16_t* out, size_t rows, 
   } else {
     PackedGemm<kF16>(a, b, c.get(), rows, inner, cols);
   }
-  NarrowRNE(c.get(), out, rows * cols, bf16);
+  NarrowBlock(c.get(), out, rows * cols, bf16);
 }
 
 }  // namespace backplane::cpu::simd::HWY_NAMESPACE
@@ -417,15 +370,15 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
-#include <bit>
 #include <climits>
 #include <cmath>
 #include <vector>
 
 #include "backplane/cpu/threads.hpp"
+#include "cpu/kernels/storage.hpp"
+#include "cpu/kernels/serial_blas.hpp"
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
@@ -442,45 +395,6 @@ bool Overlaps(const void* a, size_t abytes, const void* b, size_t bbytes) {
   return abytes > 0 && bbytes > 0 && x < y + bbytes && y < x + abytes;
 }
 
-double LoadAsDouble(const void* p, size_t i, DType dtype) {
-  switch (dtype) {
-    case DType::Float64:
-      return static_cast<const double*>(p)[i];
-    case DType::Float32:
-      return static_cast<const float*>(p)[i];
-    case DType::Float16:
-      return F16ToF32(static_cast<const uint16_t*>(p)[i]);
-    default:
-      return BF16ToF32(static_cast<const uint16_t*>(p)[i]);
-  }
-}
-
-// double -> float rounding to odd, then one round-to-nearest-even to f16/bf16 (as the reference).
-float RoundToOddF32(double value) {
-  float f = static_cast<float>(value);
-  if (std::isnan(value) || static_cast<double>(f) == value) return f;
-  uint32_t bits = std::bit_cast<uint32_t>(f);
-  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) --bits;
-  return std::bit_cast<float>(bits | 1u);
-}
-
-void StoreRoundedOnce(void* out, size_t i, DType dtype, double value) {
-  switch (dtype) {
-    case DType::Float64:
-      static_cast<double*>(out)[i] = value;
-      return;
-    case DType::Float32:
-      static_cast<float*>(out)[i] = static_cast<float>(value);
-      return;
-    case DType::Float16:
-      static_cast<uint16_t*>(out)[i] = F32ToF16(RoundToOddF32(value));
-      return;
-    default:
-      static_cast<uint16_t*>(out)[i] = F32ToBF16(RoundToOddF32(value));
-      return;
-  }
-}
-
 void Exact(void* out, const void* left, const void* right, size_t rows, size_t inner, size_t cols,
            DType dtype) {
   const size_t pad = 8;  // the widest f64 vector
@@ -491,24 +405,8 @@ void Exact(void* out, const void* left, const void* right, size_t rows, size_t i
     for (size_t j = 0; j < cols; ++j) b[k * ldb + j] = LoadAsDouble(right, k * cols + j, dtype);
   }
   HWY_DYNAMIC_DISPATCH(ExactRows)(a.data(), b.data(), ldb, c.data(), rows, inner, cols);
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t j = 0; j < cols; ++j) StoreRoundedOnce(out, r * cols + j, dtype, c[r * ldb + j]);
-  }
+  for (size_t r = 0; r < rows; ++r) StoreRounded(c.data() + r * ldb, out, r * cols, cols, dtype);
 }
-
-// OpenBLAS runs one thread per call (under our pool, or with the OpenMP team size set to 1 for
-// the call, which its OpenMP build follows); our pool splits the output into blocks that depend
-// only on the shape. OpenBLAS's own threading gives results that depend on the thread count.
-struct SerialBlas {
-  int saved = omp_get_max_threads();
-  bool set = saved != 1 && !omp_in_parallel();
-  SerialBlas() {
-    if (set) omp_set_num_threads(1);
-  }
-  ~SerialBlas() {
-    if (set) omp_set_num_threads(saved);
-  }
-};
 
 // C[m x n] = A[m x k] * B[k x n] (row-major, leading dimensions lda, ldb, ldc) with beta = 0.
 template <class T>

@@ -64,16 +64,6 @@ namespace {
 namespace hn = hwy::HWY_NAMESPACE;
 using namespace normalization_ops;  // NOLINT
 
-// Loads Lanes(d) elements of T as f64 lanes.
-template <class T, class D>
-HWY_INLINE hn::Vec<D> LoadF64(D d, const T* p) {
-  if constexpr (std::is_same_v<T, double>) {
-    return hn::LoadU(d, p);
-  } else {
-    return hn::PromoteTo(d, hn::LoadU(hn::Rebind<T, D>(), p));
-  }
-}
-
 // sum_i term(x[i]) over n elements in f64 lanes (four accumulators); `next` (or null) is
 // prefetched meanwhile.
 template <class T, class Term>
@@ -197,6 +187,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "backplane/convert.hpp"
 #include "backplane/cpu/threads.hpp"
+#include "cpu/kernels/storage.hpp"
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
@@ -212,24 +203,6 @@ constexpr int64_t kMinChunkElements = int64_t{1} << 16;
 
 bool FloatDType(DType d) {
   return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
-}
-
-double LoadElement(const void* p, int64_t i, DType dtype) {
-  switch (dtype) {
-    case DType::Float64: return static_cast<const double*>(p)[i];
-    case DType::Float32: return static_cast<const float*>(p)[i];
-    case DType::Float16: return F16ToF32(static_cast<const uint16_t*>(p)[i]);
-    default: return BF16ToF32(static_cast<const uint16_t*>(p)[i]);
-  }
-}
-
-// Per-channel values widened to f64; `fill` where the pointer is null.
-std::vector<double> Column(const void* values, int64_t n, DType dtype, double fill) {
-  std::vector<double> out(static_cast<size_t>(n), fill);
-  if (values != nullptr) {
-    for (int64_t j = 0; j < n; ++j) out[static_cast<size_t>(j)] = LoadElement(values, j, dtype);
-  }
-  return out;
 }
 
 bool Overlap(const void* a, const void* b, size_t bytes) {
@@ -281,7 +254,7 @@ bool BlockNorm(const void* in, const void* scale, const void* bias, void* out, i
                int64_t spatial, int64_t groups, DType dtype) {
   const int64_t count = FastCount(in, out, batch, channels, spatial, dtype);
   if (count == 0 || groups <= 0 || channels % groups != 0) return false;
-  const std::vector<double> s = Column(scale, channels, dtype, 1.0), b = Column(bias, channels, dtype, -0.0);
+  const std::vector<double> s = ColumnF64(scale, channels, dtype, 1.0), b = ColumnF64(bias, channels, dtype, -0.0);
   const NormParams p{s.data(),
                      b.data(),
                      nullptr,
@@ -297,13 +270,13 @@ bool BatchNorm(const void* in, const void* scale, const void* bias, const void* 
                int64_t batch, int64_t channels, int64_t spatial, DType dtype) {
   const int64_t count = FastCount(in, out, batch, channels, spatial, dtype);
   if (count == 0 || mean == nullptr || var == nullptr) return false;
-  const std::vector<double> mu = Column(mean, channels, dtype, 0.0), v = Column(var, channels, dtype, 0.0);
+  const std::vector<double> mu = ColumnF64(mean, channels, dtype, 0.0), v = ColumnF64(var, channels, dtype, 0.0);
   std::vector<double> rstd(v.size());
   for (size_t c = 0; c < v.size(); ++c) {
     if (!(v[c] + normalization_ops::kEps > 0.0)) return false;  // the reference names the channel
     rstd[c] = 1.0 / std::sqrt(v[c] + normalization_ops::kEps);
   }
-  const std::vector<double> s = Column(scale, channels, dtype, 1.0), b = Column(bias, channels, dtype, -0.0);
+  const std::vector<double> s = ColumnF64(scale, channels, dtype, 1.0), b = ColumnF64(bias, channels, dtype, -0.0);
   const NormParams p{s.data(), b.data(), mu.data(), rstd.data(), static_cast<size_t>(channels), 1,
                      static_cast<size_t>(spatial)};
   Run(in, out, count, dtype, p);

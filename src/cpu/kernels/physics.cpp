@@ -42,6 +42,7 @@
 
 #include "backplane/convert.hpp"
 #include "backplane/cpu/threads.hpp"
+#include "cpu/kernels/storage.hpp"
 
 namespace backplane::cpu::simd::physics_shared {
 
@@ -189,24 +190,6 @@ const Chirp<T>& GetChirp(int64_t n, Fft64Fn fft64) {
   }
   slot = std::move(ch);
   return *slot;
-}
-
-// double -> float rounding to odd (truncate, set the last bit when inexact): a following
-// round-to-nearest-even to f16/bf16 then equals one correct rounding of the double, as in the
-// reference.
-inline float RoundToOddF32(double value) {
-  float f = static_cast<float>(value);
-  if (std::isnan(value) || static_cast<double>(f) == value) return f;
-  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) f = std::nextafter(f, 0.0f);
-  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
-}
-
-inline void NarrowFromDouble(const double* src, uint16_t* dst, size_t n, bool bf16) {
-  if (bf16) {
-    for (size_t i = 0; i < n; ++i) dst[i] = F32ToBF16(RoundToOddF32(src[i]));
-  } else {
-    for (size_t i = 0; i < n; ++i) dst[i] = F32ToF16(RoundToOddF32(src[i]));
-  }
 }
 
 inline int64_t Wrap(int64_t i, int64_t offset, int64_t n) {
@@ -697,8 +680,8 @@ bool FftHalf(const uint16_t* xr, const uint16_t* xi, uint16_t* yr, uint16_t* yi,
     ToDouble(f, in + un, n);
   }
   if (!FftTyped<double>(in, xi ? in + un : nullptr, out, out + un, n, inverse)) return false;
-  ps::NarrowFromDouble(out, yr, un, bf16);  // round to odd, then nearest even: one rounding
-  ps::NarrowFromDouble(out + un, yi, un, bf16);
+  NarrowFromDouble(out, yr, un, bf16);  // round to odd, then nearest even: one rounding
+  NarrowFromDouble(out + un, yi, un, bf16);
   return true;
 }
 
@@ -852,7 +835,7 @@ bool StencilHalf(int op, const uint16_t* u, const uint16_t* v, uint16_t* out, in
       } else {
         StencilRange<float, double>(op, fu, fv, buf, n, c1, c2, b, e);
       }
-      ps::NarrowFromDouble(buf, out + b, static_cast<size_t>(e - b), bf16);
+      NarrowFromDouble(buf, out + b, static_cast<size_t>(e - b), bf16);
     }
   };
   if (n >= ps::kParallelStencil) {
@@ -930,7 +913,7 @@ void LaplacianAll(const TIn* u, TOut* out, const int64_t* dims, int64_t rank, do
       const int64_t row = w / pieces, b = (w % pieces) * kPiece, e = std::min(nl, b + kPiece);
       if constexpr (std::is_same_v<TOut, uint16_t>) {
         LaplacianRange<TIn, double>(u, buf, dims, rank, inv_h2, row, b, e);
-        ps::NarrowFromDouble(buf, out + row * nl + b, static_cast<size_t>(e - b), bf16);
+        NarrowFromDouble(buf, out + row * nl + b, static_cast<size_t>(e - b), bf16);
       } else {
         LaplacianRange<TIn, TOut>(u, out + row * nl + b, dims, rank, inv_h2, row, b, e);
       }

@@ -25,8 +25,11 @@
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#include "cpu/kernels/storage.hpp"
+
 namespace backplane::cpu::simd::pool_ops {
-enum Storage : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 // The windows of one call, shared by every plane. Column arrays are padded with empty windows
 // (start 0, length 0) to a multiple of 16 entries.
 struct Geometry {
@@ -133,64 +136,6 @@ void PoolPlane(const T* HWY_RESTRICT x, T* HWY_RESTRICT y, const Geometry& g) {
   }
 }
 
-// dst[i] = src[i] rounded to f16/bf16, nearest even: F16C on AVX2/AVX-512 (vcvtps2ph rounds to
-// nearest even there), else convert-inl.h's NarrowBlock (vector bf16, scalar f16).
-inline void NarrowRNE(const float* src, uint16_t* dst, size_t n, bool bf16) {
-  size_t i = 0;
-#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
-    !defined(HWY_DISABLE_F16C)
-  if (!bf16) {
-    const hn::ScalableTag<float> df;
-    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-    const size_t lanes = hn::Lanes(df);
-    auto* h = reinterpret_cast<hwy::float16_t*>(dst);
-    for (; i + lanes <= n; i += lanes)
-      hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, h + i);
-  }
-#endif
-  constexpr size_t kBlock = 4096;
-  for (; i < n; i += kBlock) NarrowBlock(src + i, dst + i, n - i < kBlock ? n - i : kBlock, bf16);
-}
-
-// dst[i] = src[i] widened, for n elements.
-void WidenToF32(const uint16_t* src, float* dst, size_t n, bool bf16) {
-  const hn::ScalableTag<float> df;
-  const hn::RebindToUnsigned<decltype(df)> du;
-  const hn::Rebind<uint16_t, decltype(df)> d16;
-  const size_t lanes = hn::Lanes(df);
-  size_t i = 0;
-#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && \
-    !defined(HWY_DISABLE_F16C)
-  if (!bf16) {  // F16C: exact, Inf/NaN included
-    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-    const auto* h = reinterpret_cast<const hwy::float16_t*>(src);
-    for (; i + lanes <= n; i += lanes)
-      hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, h + i)), df, dst + i);
-  }
-#endif
-  for (; i + lanes <= n; i += lanes) {
-    const auto bits = hn::PromoteTo(du, hn::LoadU(d16, src + i));
-    if (bf16) {
-      hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(bits)), df, dst + i);
-    } else {
-      // f16 by bit manipulation (Highway 1.0.3's software PromoteTo mishandles Inf/NaN).
-      const hn::RebindToSigned<decltype(df)> di;
-      const auto magnitude = hn::And(bits, hn::Set(du, 0x7FFFu));
-      const auto exponent = hn::And(bits, hn::Set(du, 0x7C00u));
-      const auto shifted = hn::ShiftLeft<13>(magnitude);
-      const auto normal = hn::Add(shifted, hn::Set(du, (127u - 15u) << 23));
-      const auto infnan = hn::Or(shifted, hn::Set(du, 0x7F800000u));
-      const auto sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, magnitude)),
-                                               hn::Set(df, 1.0f / 16777216.0f)));
-      auto out = hn::IfThenElse(hn::Eq(exponent, hn::Zero(du)), sub, normal);
-      out = hn::IfThenElse(hn::Eq(exponent, hn::Set(du, 0x7C00u)), infnan, out);
-      out = hn::Or(out, hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000u))));
-      hn::StoreU(hn::BitCast(df, out), df, dst + i);
-    }
-  }
-  for (; i < n; ++i) dst[i] = bf16 ? BF16ToF32(src[i]) : F16ToF32(src[i]);
-}
-
 void F32ToF64(const float* src, double* dst, size_t n) {
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> df;
@@ -236,7 +181,7 @@ void PoolPlanes(const void* in, void* out, int storage, bool isMax, size_t p0, s
     // f32 values of the plane: the input itself, or widened f16/bf16.
     const float* x32 = static_cast<const float*>(in) + p * inCount;
     if (half) {
-      WidenToF32(static_cast<const uint16_t*>(in) + p * inCount, f32.get(), inCount, bf16);
+      WidenBlock(static_cast<const uint16_t*>(in) + p * inCount, f32.get(), inCount, bf16);
       x32 = f32.get();
     }
     if (isMax) {
@@ -250,7 +195,7 @@ void PoolPlanes(const void* in, void* out, int storage, bool isMax, size_t p0, s
     for (size_t r = 0; r < static_cast<size_t>(g.outH); ++r) {
       const float* src = y32.get() + r * outWP;
       if (half) {
-        NarrowRNE(src, static_cast<uint16_t*>(out) + p * outCount + r * outW, outW, bf16);
+        NarrowBlock(src, static_cast<uint16_t*>(out) + p * outCount + r * outW, outW, bf16);
       } else {
         float* dst = static_cast<float*>(out) + p * outCount + r * outW;
         for (size_t j = 0; j < outW; ++j) dst[j] = src[j];
@@ -278,21 +223,6 @@ using namespace pool_ops;  // NOLINT
 
 bool MulOk(int64_t a, int64_t b, int64_t* r) { return !__builtin_mul_overflow(a, b, r); }
 bool AddOk(int64_t a, int64_t b, int64_t* r) { return !__builtin_add_overflow(a, b, r); }
-
-int StorageOf(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return kF32;
-    case DType::Float64:
-      return kF64;
-    case DType::Float16:
-      return kF16;
-    case DType::BFloat16:
-      return kBF16;
-    default:
-      return -1;
-  }
-}
 
 // Sizes >= 0, element counts fit in int64, pointers non-null where they cover elements, and
 // int32 column indices suffice. Fills planes / counts.
@@ -338,7 +268,7 @@ bool Overlaps(const void* a, size_t abytes, const void* b, size_t bbytes) {
 void Run(const void* in, void* out, DType dtype, bool isMax, int64_t planes, int64_t inCount,
          int64_t outCount, const Geometry& g) {
   if (outCount == 0) return;
-  const int storage = StorageOf(dtype);
+  const int storage = KindOf(dtype);
   const size_t inBytes = DTypeStorageBytes(dtype, inCount),
                outBytes = DTypeStorageBytes(dtype, outCount);
   std::vector<uint8_t> tmp(Overlaps(in, inBytes, out, outBytes) ? outBytes : 0);
@@ -363,7 +293,7 @@ void Fixed(const PoolConfig& config, const void* in, void* out, int64_t batch, i
            void (*fallback)(const PoolConfig&, const void*, void*, int64_t, int64_t, int64_t,
                             int64_t, int64_t, int64_t, DType)) {
   int64_t planes = 0, inCount = 0, outCount = 0;
-  if (StorageOf(dtype) < 0 ||
+  if (KindOf(dtype) < 0 ||
       !CommonOk(in, out, batch, channels, inH, inW, outH, outW, &planes, &inCount, &outCount) ||
       !FixedAxisOk(inH, outH, config.KernelH, config.StrideH, config.PaddingH) ||
       !FixedAxisOk(inW, outW, config.KernelW, config.StrideW, config.PaddingW)) {
@@ -399,7 +329,7 @@ void Adaptive(const void* in, void* out, int64_t batch, int64_t channels, int64_
                                int64_t, DType)) {
   int64_t planes = 0, inCount = 0, outCount = 0;
   int64_t t = 0, inH1 = 0, inW1 = 0;
-  if (StorageOf(dtype) < 0 ||
+  if (KindOf(dtype) < 0 ||
       !CommonOk(in, out, batch, channels, inH, inW, outH, outW, &planes, &inCount, &outCount) ||
       (planes > 0 && (inH == 0 || inW == 0 || outH == 0 || outW == 0 || !AddOk(inH, 1, &inH1) ||
                       !AddOk(inW, 1, &inW1) || !MulOk(outH, inH1, &t) || !MulOk(outW, inW1, &t)))) {

@@ -23,8 +23,10 @@
 #define BACKPLANE_CPU_KERNELS_PREDICTIVE_CODING_OPS_
 #include <cstddef>
 #include <cstdint>
+#include "cpu/kernels/storage.hpp"
+
 namespace backplane::cpu::simd::predictive_coding_ops {
-enum Kind : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 constexpr size_t kBlock = 1024;
 }  // namespace backplane::cpu::simd::predictive_coding_ops
 #endif
@@ -193,7 +195,6 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -203,6 +204,8 @@ HWY_AFTER_NAMESPACE();
 
 #include "backplane/convert.hpp"
 #include "backplane/cpu/threads.hpp"
+#include "cpu/kernels/storage.hpp"
+#include "cpu/kernels/serial_blas.hpp"
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
@@ -223,23 +226,6 @@ constexpr int64_t kChunk = int64_t{1} << 16;  // elements per parallel chunk (fi
 constexpr int64_t kGemvRows = 256;            // rows per Prediction block
 constexpr int64_t kGemvCols = 1024;  // columns per UpdateRepresentation block (multiple of kBlock)
 
-int KindOf(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return kF32;
-    case DType::Float64:
-      return kF64;
-    case DType::Float16:
-      return kF16;
-    case DType::BFloat16:
-      return kBF16;
-    default:
-      return -1;
-  }
-}
-
-size_t Bytes(int kind) { return kind == kF64 ? 8 : kind == kF32 ? 4 : 2; }
-
 bool Ok(const void* p, int64_t n) { return n == 0 || p != nullptr; }
 
 bool Overlap(const void* a, size_t abytes, const void* b, size_t bbytes) {
@@ -252,38 +238,11 @@ bool ValidShape(int kind, int64_t outDim, int64_t inDim, int64_t& cells) {
   return kind >= 0 && outDim >= 0 && inDim >= 0 && !__builtin_mul_overflow(outDim, inDim, &cells);
 }
 
-// OpenBLAS runs one thread per call (our pool splits the work into fixed blocks); its own
-// threading would make results depend on the thread count.
-struct SerialBlas {
-  int saved = omp_get_max_threads();
-  bool set = saved != 1 && !omp_in_parallel();
-  SerialBlas() {
-    if (set) omp_set_num_threads(1);
-  }
-  ~SerialBlas() {
-    if (set) omp_set_num_threads(saved);
-  }
-  SerialBlas(const SerialBlas&) = delete;
-  SerialBlas& operator=(const SerialBlas&) = delete;
-};
-
 // Runs fn(begin, end) over blocks of `grain` items, in parallel only when the work is large.
 template <class Fn>
 void Blocks(int64_t items, int64_t grain, int64_t work, const Fn& fn) {
   if (work < kChunk) return fn(int64_t{0}, items);
   ParallelFor(items, grain, [&](int64_t b, int64_t e) { fn(b, e); });
-}
-
-std::vector<float> WidenAll(const void* src, int64_t n, bool bf16) {
-  std::vector<float> out(static_cast<size_t>(n));
-  const auto* h = static_cast<const uint16_t*>(src);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = bf16 ? BF16ToF32(h[i]) : F16ToF32(h[i]);
-  return out;
-}
-
-void NarrowAll(const std::vector<float>& v, void* dst, bool bf16) {
-  auto* h = static_cast<uint16_t*>(dst);
-  for (size_t i = 0; i < v.size(); ++i) h[i] = bf16 ? F32ToBF16(v[i]) : F32ToF16(v[i]);
 }
 
 // y[rows] = W[rows x cols] x (row-major) through gemv on blocks of kGemvRows rows.
@@ -335,7 +294,7 @@ void Prediction(const void* weights, const void* representation, void* output, i
                                                    dtype);
   }
   if (outDim == 0) return;
-  const size_t elem = Bytes(kind), out_bytes = static_cast<size_t>(outDim) * elem;
+  const size_t elem = KindBytes(kind), out_bytes = static_cast<size_t>(outDim) * elem;
   if (inDim == 0) {
     std::memset(output, 0, out_bytes);  // the empty sum, +0 in every format
     return;
@@ -375,7 +334,7 @@ void PredictionError(const void* left, const void* right, void* output, int64_t 
   if (kind < 0 || count < 0 || !Ok(left, count) || !Ok(right, count) || !Ok(output, count)) {
     return Reference().PredictiveCoding_PredictionError(left, right, output, count, dtype);
   }
-  const size_t elem = Bytes(kind);
+  const size_t elem = KindBytes(kind);
   ParallelFor(count, kChunk, [&](int64_t b, int64_t e) {  // element i is read before it is written
     const size_t off = static_cast<size_t>(b) * elem;
     HWY_DYNAMIC_DISPATCH(SubChunk)
@@ -403,7 +362,7 @@ void UpdateRepresentation(const PredictiveCodingConfig& config, const void* weig
     return reference();
   }
   if (inDim == 0) return;
-  const size_t elem = Bytes(kind), out_bytes = static_cast<size_t>(inDim) * elem;
+  const size_t elem = KindBytes(kind), out_bytes = static_cast<size_t>(inDim) * elem;
   // The output is written only by the epilogue (after W and e are read), which reads s[i] before
   // writing out[i]: any alias works except a shifted overlap with s.
   if (output != representation && Overlap(output, out_bytes, representation, out_bytes))
@@ -451,7 +410,7 @@ void UpdateWeights(const PredictiveCodingConfig& config, const void* weights,
     return reference();
   }
   if (cells == 0) return;
-  const size_t elem = Bytes(kind), bytes = static_cast<size_t>(cells) * elem;
+  const size_t elem = KindBytes(kind), bytes = static_cast<size_t>(cells) * elem;
   // In place (output == W) works row by row; a shifted overlap with W does not.
   if (output != weights && Overlap(output, bytes, weights, bytes)) return reference();
   const double lr = LearningRate(config);

@@ -23,6 +23,8 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include "cpu/kernels/convert-inl.h"
+
 #ifndef BACKPLANE_CPU_KERNELS_QUANT_SHARED_
 #define BACKPLANE_CPU_KERNELS_QUANT_SHARED_
 #include <cmath>
@@ -32,10 +34,11 @@
 #include <type_traits>
 
 #include "backplane/convert.hpp"
+#include "cpu/kernels/storage.hpp"
 
 namespace backplane::cpu::simd::quant_ops {
 
-enum Kind : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 
 // The reference's rounding: to nearest, ties to even, on |v| where |v| - floor(|v|) is exact.
 template <class T>
@@ -153,36 +156,14 @@ HWY_INLINE void StoreCodes(DF df, VF c0, VF c1, VF c2, VF c3, int8_t* HWY_RESTRI
 #endif
 }
 
-// Loads lanes f32 values from element i of a kKind (f32, f16 or bf16) source, exactly: f16 by
-// F16C where the target has it, else by bit manipulation (Highway 1.0.3's software PromoteTo
-// turns f16 Inf/NaN into finite values); bf16 by a shift. (A vector form of convert-inl.h's
-// WidenBlock, which lacks one; the same code is in matmul.cpp, attention.cpp, convolution.cpp
-// and pool.cpp.)
+// Loads lanes f32 values from element i of a kKind (f32, f16 or bf16) source, exactly
+// (convert-inl.h).
 template <int kKind, class DF>
 HWY_INLINE hn::Vec<DF> LoadF32(DF df, const void* src, size_t i) {
   if constexpr (kKind == kF32) {
     return hn::LoadU(df, static_cast<const float*>(src) + i);
   } else {
-#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && !defined(HWY_DISABLE_F16C)
-    if constexpr (kKind == kF16) {
-      const hn::Rebind<hwy::float16_t, DF> dh;
-      return hn::PromoteTo(df, hn::LoadU(dh, static_cast<const hwy::float16_t*>(src) + i));
-    }
-#endif
-    const hn::RebindToUnsigned<DF> du;
-    const hn::Rebind<uint16_t, DF> d16;
-    const auto bits = hn::PromoteTo(du, hn::LoadU(d16, static_cast<const uint16_t*>(src) + i));
-    if constexpr (kKind == kBF16) return hn::BitCast(df, hn::ShiftLeft<16>(bits));
-    const hn::RebindToSigned<DF> di;
-    const auto magnitude = hn::And(bits, hn::Set(du, 0x7FFFu));
-    const auto exponent = hn::And(bits, hn::Set(du, 0x7C00u));
-    const auto shifted = hn::ShiftLeft<13>(magnitude);
-    const auto normal = hn::Add(shifted, hn::Set(du, (127u - 15u) << 23));
-    const auto infnan = hn::Or(shifted, hn::Set(du, 0x7F800000u));
-    const auto sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, magnitude)), hn::Set(df, 1.0f / 16777216.0f)));
-    auto out = hn::IfThenElse(hn::Eq(exponent, hn::Zero(du)), sub, normal);
-    out = hn::IfThenElse(hn::Eq(exponent, hn::Set(du, 0x7C00u)), infnan, out);
-    return hn::BitCast(df, hn::Or(out, hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000u)))));
+    return LoadWidenU16<kKind == kBF16>(df, static_cast<const uint16_t*>(src) + i);
   }
 }
 
@@ -379,16 +360,6 @@ constexpr int64_t kChunk = int64_t{1} << 16;
 // (the codes no longer fit in the caches), and up to which it may hold a buffer.
 constexpr int64_t kStageMin = 2 * kChunk, kStreamMin = int64_t{1} << 22, kStageMax = int64_t{1} << 26;
 
-int KindOf(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return kF32;
-    case DType::Float64: return kF64;
-    case DType::Float16: return kF16;
-    case DType::BFloat16: return kBF16;
-    default: return -1;
-  }
-}
-
 // Grow-only per-thread staging buffer (reused: fresh pages would cost a fault and a zeroing each).
 int8_t* StageBuffer(size_t bytes) {
   static thread_local hwy::AlignedFreeUniquePtr<int8_t[]> mem;
@@ -406,7 +377,7 @@ void Quant(void* dst, const void* src, int64_t count, const QuantConfig& config,
       !(std::isfinite(config.Scale) && config.Scale > 0.0f)) {
     return Reference().Quant_Quant(dst, src, count, config, dstFormat, srcFormat);  // errors, count 0
   }
-  const size_t bytes = kind == kF64 ? 8 : kind == kF32 ? 4 : 2;
+  const size_t bytes = KindBytes(kind);
   const auto* base = static_cast<const uint8_t*>(src);
   auto* out = static_cast<int8_t*>(dst);
   const auto s = reinterpret_cast<uintptr_t>(src), d = reinterpret_cast<uintptr_t>(dst);

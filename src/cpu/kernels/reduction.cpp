@@ -26,10 +26,11 @@
 #include <type_traits>
 
 #include "backplane/convert.hpp"
+#include "cpu/kernels/storage.hpp"
 
 namespace backplane::cpu::simd::reduction_ops {
 
-enum Kind : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 
 // Element i of a storage of `kind`, widened exactly (f16/bf16 through F16ToF32/BF16ToF32).
 inline double LoadScalar(int kind, const void* p, size_t i) {
@@ -310,20 +311,8 @@ using namespace reduction_ops;  // NOLINT
 // of threads; chunks run in parallel when there are at least two.
 constexpr int64_t kChunk = int64_t{1} << 16;
 
-int KindOf(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return kF32;
-    case DType::Float64: return kF64;
-    case DType::Float16: return kF16;
-    case DType::BFloat16: return kBF16;
-    default: return -1;
-  }
-}
-
-size_t ElementBytes(int kind) { return kind == kF64 ? 8 : kind == kF32 ? 4 : 2; }
-
 const void* At(const void* p, int kind, int64_t i) {
-  return static_cast<const uint8_t*>(p) + static_cast<size_t>(i) * ElementBytes(kind);
+  return static_cast<const uint8_t*>(p) + static_cast<size_t>(i) * KindBytes(kind);
 }
 
 // Runs chunk(begin, end, part) over fixed chunks and returns the parts in chunk order.

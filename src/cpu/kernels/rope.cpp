@@ -46,15 +46,6 @@ namespace {
 namespace hn = hwy::HWY_NAMESPACE;
 using namespace rope_ops;  // NOLINT
 
-template <class T, class D>
-HWY_INLINE hn::Vec<D> LoadF64(D d, const T* p) {
-  if constexpr (std::is_same_v<T, double>) {
-    return hn::LoadU(d, p);
-  } else {
-    return hn::PromoteTo(d, hn::LoadU(hn::Rebind<T, D>(), p));
-  }
-}
-
 // Rotates `half` pairs: y[2p] = x[2p] c[p] - x[2p+1] s[p], y[2p+1] = x[2p] s[p] + x[2p+1] c[p], in
 // f64 lanes. Each vector of pairs is loaded before it is stored (y may equal x).
 template <class T, class TC>

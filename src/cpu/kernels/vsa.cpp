@@ -21,8 +21,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include "cpu/kernels/storage.hpp"
+
 namespace backplane::cpu::simd::vsa_ops {
-enum Kind : int { kF32, kF64, kF16, kBF16 };
+using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 enum Op : int { kMul, kAdd };
 constexpr size_t kBlock = 1024;
 // Partial sums of one chunk (f64 max magnitudes for the f64 range check).
@@ -164,25 +166,8 @@ using namespace vsa_ops;  // NOLINT
 
 constexpr int64_t kChunk = int64_t{1} << 16;  // fixed chunks: results independent of thread count
 
-int KindOf(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return kF32;
-    case DType::Float64:
-      return kF64;
-    case DType::Float16:
-      return kF16;
-    case DType::BFloat16:
-      return kBF16;
-    default:
-      return -1;
-  }
-}
-
-size_t Bytes(int kind) { return kind == kF64 ? 8 : kind == kF32 ? 4 : 2; }
-
 const uint8_t* At(const void* p, int kind, int64_t i) {
-  return static_cast<const uint8_t*>(p) + static_cast<size_t>(i) * Bytes(kind);
+  return static_cast<const uint8_t*>(p) + static_cast<size_t>(i) * KindBytes(kind);
 }
 
 template <int kOp>
@@ -250,7 +235,7 @@ void Permute(const VSAConfig& config, const void* input, void* output, int64_t c
   const int64_t s = ((config.Shift % count) + count) % count;
   const auto offset = static_cast<size_t>(kInverse ? (count - s) % count
                                                    : s);  // output[(i + offset) mod n] = input[i]
-  const size_t elem = Bytes(kind), n = static_cast<size_t>(count), bytes = n * elem;
+  const size_t elem = KindBytes(kind), n = static_cast<size_t>(count), bytes = n * elem;
   const auto* src = static_cast<const uint8_t*>(input);
   auto* dst = static_cast<uint8_t*>(output);
   const size_t head = (n - offset) * elem,
