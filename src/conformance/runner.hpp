@@ -3,7 +3,9 @@
 // tolerance table. Kernels arrive type-erased; a runner casts them back to its family's type.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <string>
@@ -52,6 +54,112 @@ void CompareScalar(double got, double want, Tolerance tol, const std::string& wh
 // must have thrown the same message (else m records the failure) and the outputs are not compared.
 bool RunBoth(const std::function<void()>& reference, const std::function<void()>& fast, const std::string& where,
              Measure& m);
+
+// ---- Helpers shared by the runner files -----------------------------------------------------------
+
+constexpr int64_t kLarge = 3 * 65536 + 17;  // one size beyond 64K elements: several chunks, threaded
+constexpr uint8_t kGuard = 0xA5;            // fill byte around outputs that a kernel must not touch
+constexpr Tolerance kExact{0.0, 0.0};       // bit-exact comparison (NaN still equals NaN)
+
+// Records a failure; the first note wins.
+void Fail(Measure& m, const std::string& note);
+
+// Runs fn; returns its error message, or "" when it did not throw.
+template <class Fn>
+std::string ErrorOf(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Both threw the same error (true: nothing more to compare), or neither threw (false); a mismatch fails.
+bool SameErrors(const std::string& got, const std::string& want, const std::string& where, Measure& m);
+
+// RunBoth, and a fast kernel that threw must have left fast_out untouched.
+bool RunBoth(const std::function<void()>& reference, const std::function<void()>& fast,
+             const std::vector<uint8_t>& fast_out, const std::string& where, Measure& m);
+
+// An invalid call, call(true) on the reference and call(false) on the fast kernel: the errors must be
+// identical and non-empty, and (with `out`) the fast kernel must not have written its output.
+template <class Call>
+void ExpectSameError(const std::string& where, std::vector<uint8_t>& out, Call&& call, Measure& m) {
+  const std::vector<uint8_t> before = out;
+  const std::string want = ErrorOf([&] { call(true); });
+  out = before;
+  const std::string got = ErrorOf([&] { call(false); });
+  if (want.empty()) {
+    Fail(m, where + ": the reference accepted an invalid call");
+  } else if (got != want) {
+    Fail(m, where + ": error mismatch: got '" + got + "', want '" + want + "'");
+  } else if (out != before) {
+    Fail(m, where + ": the fast kernel wrote its output before throwing");
+  }
+}
+template <class Call>
+void ExpectSameError(const std::string& where, Call&& call, Measure& m) {
+  std::vector<uint8_t> none;
+  ExpectSameError(where, none, call, m);
+}
+
+// The quick matrix (unit tests, emulated Arm targets): ConformanceSizes(true) ends below 4096.
+bool Quick(const RunContext& c);
+
+// Pins the quick matrix to one thread for the scope (OpenMP regions stall under qemu-user; the chunked
+// paths are the same); the full matrix keeps the configured thread count.
+class QuickThreads {
+ public:
+  explicit QuickThreads(const RunContext& c);
+  ~QuickThreads();
+  QuickThreads(const QuickThreads&) = delete;
+  QuickThreads& operator=(const QuickThreads&) = delete;
+
+ private:
+  int previous_;
+  bool active_;
+};
+
+// The sizes with kLarge appended.
+std::vector<int64_t> WithLarge(std::vector<int64_t> sizes);
+
+// RandomStorage memoised for the method being verified: the runner runs once per target on the same
+// seeded inputs, and generating them would dominate the run time. Valid until the method changes.
+const std::vector<uint8_t>& Inputs(const RunContext& c, DType dtype, int64_t n, uint64_t seed, double scale = 2.0,
+                                   bool specials = true);
+
+// Kernels must not assume alignment: odd sizes run on buffers shifted by one element (Offset bytes);
+// Shifted copies s after `offset` guard bytes, Unshifted drops the first `offset` bytes.
+size_t Offset(DType dtype, int64_t n);
+std::vector<uint8_t> Shifted(const std::vector<uint8_t>& s, size_t offset);
+std::vector<uint8_t> Unshifted(const std::vector<uint8_t>& s, size_t offset);
+
+// Stores v (rounded to f32 first for f16/bf16) as element i of a float storage; other dtypes: no-op.
+void StoreAsDouble(std::vector<uint8_t>& s, DType dtype, int64_t i, double v);
+// The first `count` elements as doubles.
+std::vector<double> Widened(const std::vector<uint8_t>& s, DType dtype, int64_t count);
+
+// CompareStorage, formatting the location only for elements that fail.
+void CompareElements(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype, int64_t count,
+                     Tolerance tol, const std::string& where, Measure& m);
+// |got - want| <= tol.abs + tol.rel * cond[i] for finite values (cond.size() elements); non-finite
+// values must match.
+void CompareBounded(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype,
+                    const std::vector<double>& cond, Tolerance tol, const std::string& where, Measure& m);
+// The bytes of out from `used` on must still be kGuard.
+void CheckGuard(const std::vector<uint8_t>& out, size_t used, const std::string& where, Measure& m);
+
+// Scalar results of f32/f16/bf16 inputs are accumulated in f64 and rounded to f32: the f32 bound;
+// f64 and int8 inputs use their own.
+Tolerance ScalarTolerance(DType dtype);
+
+// The two input sets of a case: RandomStorage with and without specials.
+struct InputSet {
+  const char* name;
+  bool specials;
+};
+inline constexpr InputSet kInputSets[] = {{"specials", true}, {"plain", false}};
 
 // The family runners, grouped by file.
 void RegisterElementwiseRunners(RunnerRegistry& registry);  // Unary, Binary, Axpy

@@ -1,9 +1,14 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "backplane/convert.hpp"
+#include "backplane/cpu/threads.hpp"
 #include "backplane/random.hpp"
 #include "conformance/runner.hpp"
 
@@ -48,18 +53,10 @@ std::vector<uint8_t> RandomStorage(DType dtype, int64_t count, uint64_t seed, do
     }
     const auto k = static_cast<size_t>(i);
     switch (dtype) {
-      case DType::Float64: std::memcpy(s.data() + 8 * k, &v, 8); break;
-      case DType::Float32: {
-        const float f = static_cast<float>(v);
-        std::memcpy(s.data() + 4 * k, &f, 4);
-        break;
-      }
+      case DType::Float64:
+      case DType::Float32:
       case DType::Float16:
-      case DType::BFloat16: {
-        const uint16_t h = dtype == DType::Float16 ? F32ToF16(static_cast<float>(v)) : F32ToBF16(static_cast<float>(v));
-        std::memcpy(s.data() + 2 * k, &h, 2);
-        break;
-      }
+      case DType::BFloat16: StoreAsDouble(s, dtype, i, v); break;
       case DType::Int8: s[k] = static_cast<uint8_t>(PhiloxBits(seed, 13, idx)[0] & 0xFF); break;
       case DType::Uint8: s[k] = static_cast<uint8_t>(PhiloxBits(seed, 13, idx)[0] & 0xFF); break;
       case DType::Int4: StoreInt4(s.data(), i, static_cast<int>(PhiloxBits(seed, 13, idx)[0] % 16) - 8); break;
@@ -105,8 +102,11 @@ void CompareStorage(const std::vector<uint8_t>& got, const std::vector<uint8_t>&
   }
 }
 
-bool RunBoth(const std::function<void()>& reference, const std::function<void()>& fast, const std::string& where,
-             Measure& m) {
+namespace {
+
+// 0: both returned; 1: both threw the same message; -1: they differ (recorded in m).
+int Parity(const std::function<void()>& reference, const std::function<void()>& fast, const std::string& where,
+           Measure& m) {
   std::string ref_error, fast_error;
   bool ref_threw = false, fast_threw = false;
   try {
@@ -127,9 +127,151 @@ bool RunBoth(const std::function<void()>& reference, const std::function<void()>
       m.note = fmt::format("{}: reference {}, fast kernel {}", where, ref_threw ? "threw '" + ref_error + "'" : "returned",
                            fast_threw ? "threw '" + fast_error + "'" : "returned");
     }
-    return false;
+    return -1;
   }
-  return !ref_threw;
+  return ref_threw ? 1 : 0;
+}
+
+}  // namespace
+
+bool RunBoth(const std::function<void()>& reference, const std::function<void()>& fast, const std::string& where,
+             Measure& m) {
+  return Parity(reference, fast, where, m) == 0;
+}
+
+bool RunBoth(const std::function<void()>& reference, const std::function<void()>& fast,
+             const std::vector<uint8_t>& fast_out, const std::string& where, Measure& m) {
+  const std::vector<uint8_t> before = fast_out;
+  const int parity = Parity(reference, fast, where, m);
+  if (parity == 1 && fast_out != before) Fail(m, where + ": the fast kernel wrote before throwing");
+  return parity == 0;
+}
+
+void Fail(Measure& m, const std::string& note) {
+  if (m.ok) m.note = note;
+  m.ok = false;
+}
+
+bool SameErrors(const std::string& got, const std::string& want, const std::string& where, Measure& m) {
+  if (got != want) {
+    Fail(m, fmt::format("{}: error mismatch: got '{}', want '{}'", where, got, want));
+    return true;
+  }
+  return !want.empty();
+}
+
+bool Quick(const RunContext& c) { return c.sizes.empty() || c.sizes.back() < 4096; }
+
+QuickThreads::QuickThreads(const RunContext& c) : previous_(cpu::NumThreads()), active_(Quick(c)) {
+  if (active_) cpu::SetNumThreads(1);
+}
+
+QuickThreads::~QuickThreads() {
+  if (active_) cpu::SetNumThreads(previous_);
+}
+
+std::vector<int64_t> WithLarge(std::vector<int64_t> sizes) {
+  sizes.push_back(kLarge);
+  return sizes;
+}
+
+const std::vector<uint8_t>& Inputs(const RunContext& c, DType dtype, int64_t n, uint64_t seed, double scale,
+                                   bool specials) {
+  static std::mutex mu;
+  static std::string method;
+  static std::map<std::tuple<DType, int64_t, uint64_t, double, bool>, std::vector<uint8_t>> cache;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (method != c.method) {
+    cache.clear();
+    method = c.method;
+  }
+  const auto key = std::make_tuple(dtype, n, seed, scale, specials);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, RandomStorage(dtype, n, seed, scale, specials)).first;
+  return it->second;
+}
+
+size_t Offset(DType dtype, int64_t n) { return n % 2 == 1 ? DTypeStorageBytes(dtype, 1) : 0; }
+
+std::vector<uint8_t> Shifted(const std::vector<uint8_t>& s, size_t offset) {
+  std::vector<uint8_t> out(s.size() + offset, kGuard);
+  std::copy(s.begin(), s.end(), out.begin() + static_cast<std::ptrdiff_t>(offset));
+  return out;
+}
+
+std::vector<uint8_t> Unshifted(const std::vector<uint8_t>& s, size_t offset) {
+  return std::vector<uint8_t>(s.begin() + static_cast<std::ptrdiff_t>(offset), s.end());
+}
+
+void StoreAsDouble(std::vector<uint8_t>& s, DType dtype, int64_t i, double v) {
+  const auto k = static_cast<size_t>(i);
+  switch (dtype) {
+    case DType::Float64: std::memcpy(s.data() + 8 * k, &v, 8); break;
+    case DType::Float32: {
+      const float f = static_cast<float>(v);
+      std::memcpy(s.data() + 4 * k, &f, 4);
+      break;
+    }
+    case DType::Float16:
+    case DType::BFloat16: {
+      const float f = static_cast<float>(v);
+      const uint16_t h = dtype == DType::Float16 ? F32ToF16(f) : F32ToBF16(f);
+      std::memcpy(s.data() + 2 * k, &h, 2);
+      break;
+    }
+    default: break;
+  }
+}
+
+std::vector<double> Widened(const std::vector<uint8_t>& s, DType dtype, int64_t count) {
+  std::vector<double> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = LoadAsDouble(s, dtype, i);
+  return v;
+}
+
+void CompareElements(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype, int64_t count,
+                     Tolerance tol, const std::string& where, Measure& m) {
+  for (int64_t i = 0; i < count; ++i) {
+    const double g = LoadAsDouble(got, dtype, i), w = LoadAsDouble(want, dtype, i);
+    if ((std::isnan(g) && std::isnan(w)) || (std::isinf(w) && g == w)) continue;
+    const double err = std::fabs(g - w);
+    if (std::isfinite(g) && std::isfinite(w) && err <= tol.abs + tol.rel * std::fabs(w)) {
+      m.max_error = std::max(m.max_error, err);
+    } else {
+      CompareScalar(g, w, tol, fmt::format("{}[{}]", where, i), m);
+    }
+  }
+}
+
+void CompareBounded(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype,
+                    const std::vector<double>& cond, Tolerance tol, const std::string& where, Measure& m) {
+  for (size_t i = 0; i < cond.size(); ++i) {
+    const double g = LoadAsDouble(got, dtype, static_cast<int64_t>(i));
+    const double w = LoadAsDouble(want, dtype, static_cast<int64_t>(i));
+    if (std::isnan(g) && std::isnan(w)) continue;
+    if (!std::isfinite(g) || !std::isfinite(w)) {
+      if (g != w) {
+        m.max_error = INFINITY;
+        Fail(m, fmt::format("{}[{}]: got {}, want {}", where, i, g, w));
+      }
+      continue;
+    }
+    const double err = std::fabs(g - w);
+    m.max_error = std::max(m.max_error, err);
+    if (!(err <= tol.abs + tol.rel * cond[i])) {
+      Fail(m, fmt::format("{}[{}]: got {}, want {} (bound {})", where, i, g, w, tol.abs + tol.rel * cond[i]));
+    }
+  }
+}
+
+void CheckGuard(const std::vector<uint8_t>& out, size_t used, const std::string& where, Measure& m) {
+  for (size_t i = used; i < out.size(); ++i) {
+    if (out[i] != kGuard) return Fail(m, fmt::format("{}: wrote past the end of the output (byte {})", where, i));
+  }
+}
+
+Tolerance ScalarTolerance(DType dtype) {
+  return dtype == DType::Float64 || dtype == DType::Int8 ? DefaultTolerance(dtype) : DefaultTolerance(DType::Float32);
 }
 
 }  // namespace backplane::conformance

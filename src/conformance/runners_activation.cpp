@@ -31,58 +31,25 @@ using GluPackedFn = BP_RET_GluPacked (*)(BP_PARAMS_GluPacked);
 using GluTensorsFn = BP_RET_GluTensors (*)(BP_PARAMS_GluTensors);
 using InvSqrtFn = BP_RET_InvSqrtDimScale (*)(BP_PARAMS_InvSqrtDimScale);
 
-constexpr uint8_t kPoison = 0xA5;
-
 bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-void Fail(Measure& m, const std::string& note) {
-  if (m.ok) m.note = note;
-  m.ok = false;
-}
-
-// got and want hold `count` elements followed by poison; compares values, then the poison.
+// got and want hold `count` elements followed by guard bytes; compares values, then the guard.
 void Check(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype, int64_t count,
            const std::string& where, Measure& m) {
   CompareStorage(got, want, dtype, count, DefaultTolerance(dtype), where, m);
-  for (size_t i = DTypeStorageBytes(dtype, count); i < got.size(); ++i) {
-    if (got[i] != kPoison) {
-      Fail(m, fmt::format("{}: wrote past the output (byte {})", where, i));
-      break;
-    }
-  }
+  CheckGuard(got, DTypeStorageBytes(dtype, count), where, m);
 }
 
 std::vector<uint8_t> Poisoned(DType dtype, int64_t count) {
-  return std::vector<uint8_t>(DTypeStorageBytes(dtype, count) + 8, kPoison);
-}
-
-// Both calls throw the same message, or neither throws (the fast kernel hands bad input to the
-// reference).
-template <class RefCall, class FastCall>
-void SameError(const RefCall& ref, const FastCall& fast, const std::string& where, Measure& m) {
-  std::string want, got;
-  try {
-    ref();
-  } catch (const std::exception& e) {
-    want = e.what();
-  }
-  try {
-    fast();
-  } catch (const std::exception& e) {
-    got = e.what();
-  }
-  if (got != want) Fail(m, fmt::format("{}: error '{}', want '{}'", where, got, want));
+  return std::vector<uint8_t>(DTypeStorageBytes(dtype, count) + 8, kGuard);
 }
 
 // One large f32 size in the full (non-quick) run: over 16 MiB of output, so the threaded chunks and
 // the non-temporal store path of the fast kernels are exercised too (f64 shares that code).
 std::vector<int64_t> LargeSizes(const RunContext& c) {
-  int64_t largest = 0;
-  for (int64_t n : c.sizes) largest = n > largest ? n : largest;
-  if (largest < 10000) return {};  // quick run
-  if (c.dtype == DType::Float32) return {(int64_t{1} << 22) + 3};
+  if (!Quick(c) && c.dtype == DType::Float32) return {(int64_t{1} << 22) + 3};
   return {};
 }
 
@@ -148,17 +115,17 @@ Measure RunParam1(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   auto y = Poisoned(c.dtype, 4);
   const auto x = RandomStorage(c.dtype, 4, c.seed);
-  SameError([&] { r(y.data(), x.data(), 4, c.dtype, nan); }, [&] { f(y.data(), x.data(), 4, c.dtype, nan); },
+  RunBoth([&] { r(y.data(), x.data(), 4, c.dtype, nan); }, [&] { f(y.data(), x.data(), 4, c.dtype, nan); },
             "param=NaN", m);
-  SameError([&] { r(y.data(), x.data(), 4, c.dtype, -1.0f); }, [&] { f(y.data(), x.data(), 4, c.dtype, -1.0f); },
+  RunBoth([&] { r(y.data(), x.data(), 4, c.dtype, -1.0f); }, [&] { f(y.data(), x.data(), 4, c.dtype, -1.0f); },
             "param=-1", m);
-  SameError([&] { r(y.data(), x.data(), 4, c.dtype, 0.0f); }, [&] { f(y.data(), x.data(), 4, c.dtype, 0.0f); },
+  RunBoth([&] { r(y.data(), x.data(), 4, c.dtype, 0.0f); }, [&] { f(y.data(), x.data(), 4, c.dtype, 0.0f); },
             "param=0", m);
-  SameError([&] { r(y.data(), x.data(), -1, c.dtype, 0.5f); }, [&] { f(y.data(), x.data(), -1, c.dtype, 0.5f); },
+  RunBoth([&] { r(y.data(), x.data(), -1, c.dtype, 0.5f); }, [&] { f(y.data(), x.data(), -1, c.dtype, 0.5f); },
             "count=-1", m);
-  SameError([&] { r(nullptr, x.data(), 4, c.dtype, 0.5f); }, [&] { f(nullptr, x.data(), 4, c.dtype, 0.5f); },
+  RunBoth([&] { r(nullptr, x.data(), 4, c.dtype, 0.5f); }, [&] { f(nullptr, x.data(), 4, c.dtype, 0.5f); },
             "dst=null", m);
-  SameError([&] { r(y.data(), x.data(), 0, DType::Int8, 0.5f); }, [&] { f(y.data(), x.data(), 0, DType::Int8, 0.5f); },
+  RunBoth([&] { r(y.data(), x.data(), 0, DType::Int8, 0.5f); }, [&] { f(y.data(), x.data(), 0, DType::Int8, 0.5f); },
             "dtype=int8", m);
   return m;
 }
@@ -199,10 +166,10 @@ Measure RunParam2(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   for (const auto& params : std::vector<std::pair<float, float>>{{1.0f, 0.5f}, {0.0f, 0.0f}, {-1.0f, 1.0f},
                                                                  {0.5f, inf}, {0.5f, 0.0f}}) {
     const float p1 = params.first, p2 = params.second;
-    SameError([&] { r(y.data(), x.data(), 4, c.dtype, p1, p2); }, [&] { f(y.data(), x.data(), 4, c.dtype, p1, p2); },
+    RunBoth([&] { r(y.data(), x.data(), 4, c.dtype, p1, p2); }, [&] { f(y.data(), x.data(), 4, c.dtype, p1, p2); },
               fmt::format("params=({}, {})", p1, p2), m);
   }
-  SameError([&] { r(y.data(), nullptr, 4, c.dtype, 0.1f, 0.3f); }, [&] { f(y.data(), nullptr, 4, c.dtype, 0.1f, 0.3f); },
+  RunBoth([&] { r(y.data(), nullptr, 4, c.dtype, 0.1f, 0.3f); }, [&] { f(y.data(), nullptr, 4, c.dtype, 0.1f, 0.3f); },
             "src=null", m);
   return m;
 }
@@ -245,11 +212,11 @@ Measure RunPReLUV(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   auto y = Poisoned(c.dtype, 6);
   const auto x = RandomStorage(c.dtype, 6, c.seed);
   const float slopes[4] = {0.1f, 0.2f, 0.3f, 0.4f};
-  SameError([&] { r(y.data(), x.data(), slopes, 6, c.dtype, 4); }, [&] { f(y.data(), x.data(), slopes, 6, c.dtype, 4); },
+  RunBoth([&] { r(y.data(), x.data(), slopes, 6, c.dtype, 4); }, [&] { f(y.data(), x.data(), slopes, 6, c.dtype, 4); },
             "count not a multiple", m);
-  SameError([&] { r(y.data(), x.data(), slopes, 6, c.dtype, 0); }, [&] { f(y.data(), x.data(), slopes, 6, c.dtype, 0); },
+  RunBoth([&] { r(y.data(), x.data(), slopes, 6, c.dtype, 0); }, [&] { f(y.data(), x.data(), slopes, 6, c.dtype, 0); },
             "slopeCount=0", m);
-  SameError([&] { r(y.data(), x.data(), nullptr, 6, c.dtype, 2); }, [&] { f(y.data(), x.data(), nullptr, 6, c.dtype, 2); },
+  RunBoth([&] { r(y.data(), x.data(), nullptr, 6, c.dtype, 2); }, [&] { f(y.data(), x.data(), nullptr, 6, c.dtype, 2); },
             "slopes=null", m);
   return m;
 }
@@ -295,11 +262,11 @@ Measure RunGluPacked(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   }
   auto y = Poisoned(c.dtype, 4);
   const auto packed = RandomStorage(c.dtype, 8, c.seed);
-  SameError([&] { r(y.data(), packed.data(), -1, 4, c.dtype); }, [&] { f(y.data(), packed.data(), -1, 4, c.dtype); },
+  RunBoth([&] { r(y.data(), packed.data(), -1, 4, c.dtype); }, [&] { f(y.data(), packed.data(), -1, 4, c.dtype); },
             "batch=-1", m);
-  SameError([&] { r(y.data(), packed.data(), 2, std::numeric_limits<int64_t>::max() / 2, c.dtype); },
+  RunBoth([&] { r(y.data(), packed.data(), 2, std::numeric_limits<int64_t>::max() / 2, c.dtype); },
             [&] { f(y.data(), packed.data(), 2, std::numeric_limits<int64_t>::max() / 2, c.dtype); }, "overflow", m);
-  SameError([&] { r(y.data(), nullptr, 1, 4, c.dtype); }, [&] { f(y.data(), nullptr, 1, 4, c.dtype); }, "packed=null",
+  RunBoth([&] { r(y.data(), nullptr, 1, 4, c.dtype); }, [&] { f(y.data(), nullptr, 1, 4, c.dtype); }, "packed=null",
             m);
   return m;
 }
@@ -333,9 +300,9 @@ Measure RunGluTensors(ErasedKernel ref, ErasedKernel fast, const RunContext& c) 
   }
   auto y = Poisoned(c.dtype, 4);
   const auto x = RandomStorage(c.dtype, 4, c.seed);
-  SameError([&] { r(y.data(), x.data(), nullptr, 4, c.dtype); }, [&] { f(y.data(), x.data(), nullptr, 4, c.dtype); },
+  RunBoth([&] { r(y.data(), x.data(), nullptr, 4, c.dtype); }, [&] { f(y.data(), x.data(), nullptr, 4, c.dtype); },
             "up=null", m);
-  SameError([&] { r(y.data(), x.data(), x.data(), -2, c.dtype); }, [&] { f(y.data(), x.data(), x.data(), -2, c.dtype); },
+  RunBoth([&] { r(y.data(), x.data(), x.data(), -2, c.dtype); }, [&] { f(y.data(), x.data(), x.data(), -2, c.dtype); },
             "count=-2", m);
   return m;
 }
@@ -366,7 +333,7 @@ Measure RunInvSqrtDimScale(ErasedKernel ref, ErasedKernel fast, const RunContext
   }
   auto y = Poisoned(c.dtype, 4);
   const auto x = RandomStorage(c.dtype, 4, c.seed);
-  SameError([&] { r(y.data(), x.data(), 4, 0, c.dtype); }, [&] { f(y.data(), x.data(), 4, 0, c.dtype); }, "dim=0", m);
+  RunBoth([&] { r(y.data(), x.data(), 4, 0, c.dtype); }, [&] { f(y.data(), x.data(), 4, 0, c.dtype); }, "dim=0", m);
   return m;
 }
 

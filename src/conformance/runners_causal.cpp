@@ -35,7 +35,6 @@
 #include <vector>
 
 #include "backplane/backend/backend.hpp"
-#include "backplane/convert.hpp"
 #include "conformance/runner.hpp"
 
 namespace backplane::conformance {
@@ -55,58 +54,13 @@ using MutualInfoFn = BP_RET_MarkovMutualInformation (*)(BP_PARAMS_MarkovMutualIn
 
 using Bytes = std::vector<uint8_t>;
 
-bool Quick(const RunContext& c) { return c.sizes.empty() || c.sizes.back() < 4096; }
-
-void Fail(Measure& m, const std::string& note) {
-  if (m.ok) m.note = note;
-  m.ok = false;
-}
-
-template <class Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// An invalid call: identical non-empty errors, and the fast kernel's output untouched.
-template <class Call>
-void ExpectSameError(const std::string& where, Bytes& out, Call&& call, Measure& m) {
-  const Bytes before = out;
-  const std::string want = ErrorOf([&] { call(true); });
-  out = before;
-  const std::string got = ErrorOf([&] { call(false); });
-  if (want.empty()) {
-    Fail(m, fmt::format("{}: the reference accepted an invalid call", where));
-  } else if (got != want) {
-    Fail(m, fmt::format("{}: error mismatch: got '{}', want '{}'", where, got, want));
-  } else if (out != before) {
-    Fail(m, fmt::format("{}: the fast kernel wrote its output before throwing", where));
-  }
-}
-
 size_t Elem(DType dtype) { return DTypeStorageBytes(dtype, 1); }
 
 // Storage of `values` in dtype (f32 rounding first for 16-bit formats), after `shift` elements.
 Bytes Store(const std::vector<double>& values, DType dtype, size_t shift = 0) {
   const size_t e = Elem(dtype);
-  Bytes out((values.size() + shift) * e, 0xA5);
-  for (size_t i = 0; i < values.size(); ++i) {
-    uint8_t* p = out.data() + (i + shift) * e;
-    const double v = values[i];
-    const float f = static_cast<float>(v);
-    if (dtype == DType::Float64) {
-      std::memcpy(p, &v, 8);
-    } else if (dtype == DType::Float32) {
-      std::memcpy(p, &f, 4);
-    } else {
-      const uint16_t h = dtype == DType::Float16 ? F32ToF16(f) : F32ToBF16(f);
-      std::memcpy(p, &h, 2);
-    }
-  }
+  Bytes out((values.size() + shift) * e, kGuard);
+  for (size_t i = 0; i < values.size(); ++i) StoreAsDouble(out, dtype, static_cast<int64_t>(i + shift), values[i]);
   return out;
 }
 
@@ -226,7 +180,7 @@ Measure RunCholesky(ErasedKernel refk, ErasedKernel fastk, const RunContext& c) 
       const Bytes in = Store(values, dt, shift);
       const std::vector<double> a = Values(in, dt, n * n, shift);
       const std::string where = fmt::format("n={} {}", n, variant == 0 ? "L" : variant == 1 ? "L (asymmetric rounding)" : "L (in place)");
-      Bytes want(in.size() + 16, 0xA5), got = want;
+      Bytes want(in.size() + 16, kGuard), got = want;
       if (variant == 2) {
         std::copy(in.begin(), in.end(), want.begin());
         std::copy(in.begin(), in.end(), got.begin());
@@ -291,7 +245,7 @@ Measure RunBackdoor(ErasedKernel refk, ErasedKernel fastk, const RunContext& c) 
     const size_t shift = Y % 2;
     const Bytes cond = Store(Distributions(X * Z, Y, c.seed + X * 131 + Z * 7 + Y), dt, shift);
     const Bytes pz = Store(Distributions(1, Z, c.seed + 5 + Z), dt, shift);
-    Bytes want((X * Y + shift) * Elem(dt) + 8, 0xA5), got = want;
+    Bytes want((X * Y + shift) * Elem(dt) + 8, kGuard), got = want;
     const std::string where = fmt::format("X={} Z={} Y={} out", X, Z, Y);
     if (!RunBoth([&] { ref(At(cond, dt, shift), At(pz, dt, shift), At(want, dt, shift), s.x, s.k, s.y, dt); },
                  [&] { fast(At(cond, dt, shift), At(pz, dt, shift), At(got, dt, shift), s.x, s.k, s.y, dt); }, where, m)) {
@@ -329,7 +283,7 @@ Measure RunFrontdoor(ErasedKernel refk, ErasedKernel fastk, const RunContext& c)
     const Bytes pmx = Store(Distributions(X, M, c.seed + X * 17 + M), dt, shift);
     const Bytes pyxm = Store(Distributions(X * M, Y, c.seed + X * 131 + M * 7 + Y), dt, shift);
     const Bytes px = Store(Distributions(1, X, c.seed + 3 + X), dt, shift);
-    Bytes want((X * Y + shift) * Elem(dt) + 8, 0xA5), got = want;
+    Bytes want((X * Y + shift) * Elem(dt) + 8, kGuard), got = want;
     const std::string where = fmt::format("X={} M={} Y={} out", X, M, Y);
     if (!RunBoth([&] { ref(At(pmx, dt, shift), At(pyxm, dt, shift), At(px, dt, shift), At(want, dt, shift), s.x, s.k, s.y, dt); },
                  [&] { fast(At(pmx, dt, shift), At(pyxm, dt, shift), At(px, dt, shift), At(got, dt, shift), s.x, s.k, s.y, dt); },
@@ -371,12 +325,12 @@ Measure RunCounterfactual(ErasedKernel refk, ErasedKernel fastk, const RunContex
       const uint64_t seed = c.seed + n + (specials ? 31 : 0);
       auto shifted = [&](uint64_t s) {
         Bytes b = RandomStorage(dt, count, s, 2.0, specials);
-        b.insert(b.begin(), shift * Elem(dt), 0xA5);
+        b.insert(b.begin(), shift * Elem(dt), kGuard);
         return b;
       };
       const Bytes y = shifted(seed), x = shifted(seed + 7919), xp = shifted(seed + 104729);
       const float slope = specials ? -3.5f : 0.75f;
-      Bytes want(y.size() + 8, 0xA5), got = want;
+      Bytes want(y.size() + 8, kGuard), got = want;
       const std::string where = fmt::format("n={}{} out", n, specials ? " (specials)" : "");
       if (!RunBoth([&] { ref(At(y, dt, shift), At(x, dt, shift), At(xp, dt, shift), At(want, dt, shift), count, slope, dt); },
                    [&] { fast(At(y, dt, shift), At(x, dt, shift), At(xp, dt, shift), At(got, dt, shift), count, slope, dt); },
@@ -417,7 +371,7 @@ Measure RunMarkovFlow(ErasedKernel refk, ErasedKernel fastk, const RunContext& c
     std::vector<int32_t> part(n);
     for (size_t i = 0; i < n; ++i) part[i] = static_cast<int32_t>((i * 7 + n) % 4 == 1 ? 2 : (i * 5 + 3) % 4);
     const Bytes in = Store(mi, dt, shift);
-    Bytes want((n + shift) * Elem(dt) + 8, 0xA5), got = want;
+    Bytes want((n + shift) * Elem(dt) + 8, kGuard), got = want;
     const std::string where = fmt::format("n={} out", n);
     if (!RunBoth([&] { ref(At(in, dt, shift), part.data(), At(want, dt, shift), count, dt); },
                  [&] { fast(At(in, dt, shift), part.data(), At(got, dt, shift), count, dt); }, where, m)) {
@@ -491,7 +445,7 @@ Measure RunIvEstimate(ErasedKernel refk, ErasedKernel fastk, const RunContext& c
       if (variant == 3) {
         auto shifted = [&](uint64_t sd) {
           Bytes b = RandomStorage(dt, count, sd, 2.0, true);
-          b.insert(b.begin(), shift * Elem(dt), 0xA5);
+          b.insert(b.begin(), shift * Elem(dt), kGuard);
           return b;
         };
         zb = shifted(seed);
@@ -512,7 +466,7 @@ Measure RunIvEstimate(ErasedKernel refk, ErasedKernel fastk, const RunContext& c
         yb = Store(y, dt, shift);
       }
       const std::string where = fmt::format("n={} variant {} beta", n, variant);
-      Bytes want(Elem(dt) + 8, 0xA5), got = want;
+      Bytes want(Elem(dt) + 8, kGuard), got = want;
       if (variant == 4) {  // output aliases instrument[0]
         Bytes zw = zb, zg = zb;
         if (!RunBoth([&] { ref(At(zw, dt, shift), At(xb, dt, shift), At(yb, dt, shift), count, At(zw, dt, shift), dt); },
@@ -592,7 +546,7 @@ Measure RunDagMarkov(ErasedKernel refk, ErasedKernel fastk, const RunContext& c)
       }
       if (variant == 3 && n > 2) v[n / 2] = 0.0;
       const Bytes in = Store(v, dt, shift);
-      Bytes want(Elem(dt) + 8, 0xA5), got = want;
+      Bytes want(Elem(dt) + 8, kGuard), got = want;
       const std::string where = fmt::format("C={} variant {} product", n, variant);
       if (!RunBoth([&] { ref(At(in, dt, shift), count, want.data(), dt); },
                    [&] { fast(At(in, dt, shift), count, got.data(), dt); }, where, m)) {
@@ -662,7 +616,7 @@ Measure RunIntensity(ErasedKernel refk, ErasedKernel fastk, const RunContext& c)
     for (size_t k = 0; k < nq; ++k) q[k] = (k % 5 == 0 && ne > 0) ? ev[(k * 7919) % ne] : std::fabs(q[k]) * span / 2.0 - 0.75;
     const Bytes queries = Store(q, dt, shift);
     for (const HawkesParams& p : kParams) {
-      Bytes want((nq + shift) * Elem(dt) + 8, 0xA5), got = want;
+      Bytes want((nq + shift) * Elem(dt) + 8, kGuard), got = want;
       const std::string where = fmt::format("E={} Q={} mu={} alpha={} beta={} out", ne, nq, p.mu, p.alpha, p.beta);
       if (!RunBoth([&] { ref(At(events, dt, shift), At(queries, dt, shift), At(want, dt, shift), ecount, static_cast<int64_t>(nq), p.mu, p.alpha, p.beta, dt); },
                    [&] { fast(At(events, dt, shift), At(queries, dt, shift), At(got, dt, shift), ecount, static_cast<int64_t>(nq), p.mu, p.alpha, p.beta, dt); },
@@ -694,7 +648,7 @@ Measure RunKernelMatrix(ErasedKernel refk, ErasedKernel fastk, const RunContext&
     const size_t shift = n % 2;
     const Bytes events = Store(EventTimes(n, c.seed + n, 0.0), dt, shift);
     for (const HawkesParams& p : kParams) {
-      Bytes want((n * n + shift) * Elem(dt) + 8, 0xA5), got = want;
+      Bytes want((n * n + shift) * Elem(dt) + 8, kGuard), got = want;
       const std::string where = fmt::format("E={} alpha={} beta={} K", n, p.alpha, p.beta);
       if (!RunBoth([&] { ref(At(events, dt, shift), At(want, dt, shift), count, p.alpha, p.beta, dt); },
                    [&] { fast(At(events, dt, shift), At(got, dt, shift), count, p.alpha, p.beta, dt); }, where, m)) {
@@ -744,7 +698,7 @@ Measure RunLogLikelihood(ErasedKernel refk, ErasedKernel fastk, const RunContext
     const std::vector<double> t = Values(events, dt, n, shift);
     const float total = static_cast<float>((n > 0 ? t.back() : 0.0) + 0.5);
     for (const HawkesParams& p : kLikParams) {
-      Bytes want(Elem(dt), 0xA5), got = want;
+      Bytes want(Elem(dt), kGuard), got = want;
       const std::string where = fmt::format("E={} mu={} alpha={} beta={} loglik", n, p.mu, p.alpha, p.beta);
       if (!RunBoth([&] { ref(At(events, dt, shift), count, total, p.mu, p.alpha, p.beta, want.data(), dt); },
                    [&] { fast(At(events, dt, shift), count, total, p.mu, p.alpha, p.beta, got.data(), dt); }, where, m)) {
@@ -790,7 +744,7 @@ Measure RunMutualInformation(ErasedKernel refk, ErasedKernel fastk, const RunCon
       if (!v.empty()) v[0] = std::max(v[0], 0.5);
       const size_t shift = (X * Y) % 2;
       const Bytes in = Store(v, dt, shift);
-      Bytes want(Elem(dt), 0xA5), got = want;
+      Bytes want(Elem(dt), kGuard), got = want;
       const std::string where = fmt::format("{}x{} variant {} MI", X, Y, variant);
       if (!RunBoth([&] { ref(At(in, dt, shift), want.data(), xc, yc, dt); },
                    [&] { fast(At(in, dt, shift), got.data(), xc, yc, dt); }, where, m)) {

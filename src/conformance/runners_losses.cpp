@@ -17,15 +17,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "backplane/backend/backend.hpp"
-#include "backplane/convert.hpp"
 #include "backplane/cpu/threads.hpp"
 #include "backplane/random.hpp"
 #include "conformance/runner.hpp"
@@ -42,56 +38,6 @@ using DropoutFn = BP_RET_Dropout (*)(BP_PARAMS_Dropout);
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-// One size beyond 64K elements: several fixed chunks (threaded in the full matrix).
-constexpr int64_t kLarge = 3 * 65536 + 17;
-
-template <class Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void Fail(Measure& m, const std::string& note) {
-  if (m.ok) m.note = note;
-  m.ok = false;
-}
-
-// Both threw the same error (true: nothing more to compare), or neither threw (false).
-bool SameErrors(const std::string& got, const std::string& want, const std::string& where, Measure& m) {
-  if (got != want) {
-    Fail(m, fmt::format("{}: error mismatch: got '{}', want '{}'", where, got, want));
-    return true;
-  }
-  return !want.empty();
-}
-
-bool Thorough(const RunContext& c) {
-  for (const int64_t n : c.sizes) {
-    if (n > 4096) return true;
-  }
-  return false;
-}
-
-// The quick matrix (unit tests, qemu) runs on one thread; the full one as configured.
-class QuickThreads {
- public:
-  explicit QuickThreads(const RunContext& c) : previous_(cpu::NumThreads()), active_(!Thorough(c)) {
-    if (active_) cpu::SetNumThreads(1);
-  }
-  ~QuickThreads() {
-    if (active_) cpu::SetNumThreads(previous_);
-  }
-  QuickThreads(const QuickThreads&) = delete;
-  QuickThreads& operator=(const QuickThreads&) = delete;
-
- private:
-  int previous_;
-  bool active_;
-};
 
 // Runs fn with a given thread count, restoring the previous one.
 template <class Fn>
@@ -102,66 +48,12 @@ void WithThreads(int threads, Fn&& fn) {
   cpu::SetNumThreads(previous);
 }
 
-Tolerance ScalarTolerance(DType dtype) {
-  return dtype == DType::Float64 ? DefaultTolerance(dtype) : DefaultTolerance(DType::Float32);
-}
-
-void StoreAsDouble(std::vector<uint8_t>& s, DType dtype, int64_t i, double v) {
-  const auto k = static_cast<size_t>(i);
-  switch (dtype) {
-    case DType::Float64: std::memcpy(s.data() + 8 * k, &v, 8); break;
-    case DType::Float32: {
-      const float f = static_cast<float>(v);
-      std::memcpy(s.data() + 4 * k, &f, 4);
-      break;
-    }
-    default: {
-      const float f = static_cast<float>(v);
-      const uint16_t h = dtype == DType::Float16 ? F32ToF16(f) : F32ToBF16(f);
-      std::memcpy(s.data() + 2 * k, &h, 2);
-    }
-  }
-}
-
 // Storage of n values fn(i, u) with u uniform in [0, 1) from (seed, i).
 template <class Fn>
 std::vector<uint8_t> Make(DType dtype, int64_t n, uint64_t seed, Fn&& fn) {
   std::vector<uint8_t> s(DTypeStorageBytes(dtype, n) + 8, 0);
   for (int64_t i = 0; i < n; ++i) StoreAsDouble(s, dtype, i, fn(i, PhiloxUniformDouble(seed, 21, static_cast<uint64_t>(i))));
   return s;
-}
-
-// Kernels must not assume alignment: odd sizes run on buffers shifted by one element.
-size_t Offset(DType dtype, int64_t n) { return n % 2 == 1 ? DTypeStorageBytes(dtype, 1) : 0; }
-
-std::vector<uint8_t> Shifted(const std::vector<uint8_t>& s, size_t offset) {
-  std::vector<uint8_t> out(s.size() + offset, 0xA5);
-  std::copy(s.begin(), s.end(), out.begin() + static_cast<std::ptrdiff_t>(offset));
-  return out;
-}
-
-// Elementwise comparison; locations are formatted only for failures.
-void CompareElements(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype, int64_t count,
-                     Tolerance tol, const std::string& where, Measure& m) {
-  for (int64_t i = 0; i < count; ++i) {
-    const double g = LoadAsDouble(got, dtype, i), w = LoadAsDouble(want, dtype, i);
-    if ((std::isnan(g) && std::isnan(w)) || (std::isinf(w) && g == w)) continue;
-    const double err = std::fabs(g - w);
-    if (std::isfinite(g) && std::isfinite(w) && err <= tol.abs + tol.rel * std::fabs(w)) {
-      m.max_error = std::max(m.max_error, err);
-    } else {
-      CompareScalar(g, w, tol, fmt::format("{}[{}]", where, i), m);
-    }
-  }
-}
-
-void ComparePadding(const std::vector<uint8_t>& got, size_t from, const std::string& where, Measure& m) {
-  for (size_t k = from; k < got.size(); ++k) {
-    if (got[k] != 0xA5) {
-      Fail(m, where + ": wrote outside the output");
-      return;
-    }
-  }
 }
 
 // ---- Loss --------------------------------------------------------------------------------------
@@ -241,7 +133,7 @@ Measure RunLoss(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       const std::string got_error = ErrorOf([&] { got = Unerase<LossFn>(fast)(p.data() + off, t.data() + off, n, c.dtype); });
       if (SameErrors(got_error, want_error, where, m)) continue;
       CompareScalar(got, want, tol, where, m);
-      if (n == kLarge && Thorough(c)) {  // independent of the thread count, bit for bit
+      if (n == kLarge && !Quick(c)) {  // independent of the thread count, bit for bit
         double one = 0.0, three = 0.0;
         WithThreads(1, [&] { one = Unerase<LossFn>(fast)(p.data() + off, t.data() + off, n, c.dtype); });
         WithThreads(3, [&] { three = Unerase<LossFn>(fast)(p.data() + off, t.data() + off, n, c.dtype); });
@@ -277,7 +169,7 @@ std::vector<std::pair<int64_t, int64_t>> RowShapes(const RunContext& c) {
   }
   shapes.emplace_back(0, 7);
   shapes.emplace_back(70, 1025);  // > 64K logits: several row chunks
-  if (Thorough(c)) shapes.emplace_back(5, 32000);
+  if (!Quick(c)) shapes.emplace_back(5, 32000);
   return shapes;
 }
 
@@ -333,7 +225,7 @@ Measure RunCrossEntropy(ErasedKernel ref, ErasedKernel fast, const RunContext& c
       const std::string got_error = ErrorOf([&] { got = call(fast); });
       if (SameErrors(got_error, want_error, where, m)) continue;
       CompareScalar(got, want, tol, where, m);
-      if (rows * classes > 65536 && Thorough(c)) {
+      if (rows * classes > 65536 && !Quick(c)) {
         double one = 0.0, three = 0.0;
         WithThreads(1, [&] { one = call(fast); });
         WithThreads(3, [&] { three = call(fast); });
@@ -378,16 +270,16 @@ Measure RunCrossEntropyGrad(ErasedKernel ref, ErasedKernel fast, const RunContex
       const size_t off = Offset(c.dtype, classes);
       const auto z = Shifted(set.logits, off);
       const std::string where = fmt::format("[{}, {}] {}", rows, classes, set.name);
-      std::vector<uint8_t> want(z.size(), 0xA5), got(z.size(), 0xA5);
+      std::vector<uint8_t> want(z.size(), kGuard), got(z.size(), kGuard);
       auto call = [&](ErasedKernel k, std::vector<uint8_t>& out) {
         Unerase<CrossEntropyGradFn>(k)(z.data() + off, set.targets.data(), out.data() + off, rows, classes, c.dtype);
       };
       const std::string want_error = ErrorOf([&] { call(ref, want); });
       const std::string got_error = ErrorOf([&] { call(fast, got); });
       if (SameErrors(got_error, want_error, where, m)) continue;
-      ComparePadding(got, off + DTypeStorageBytes(c.dtype, n), where, m);
+      CheckGuard(got, off + DTypeStorageBytes(c.dtype, n), where, m);
       for (size_t k = 0; k < off; ++k) {
-        if (got[k] != 0xA5) Fail(m, where + ": wrote before the output");
+        if (got[k] != kGuard) Fail(m, where + ": wrote before the output");
       }
       got.erase(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(off));
       want.erase(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(off));
@@ -402,7 +294,7 @@ Measure RunCrossEntropyGrad(ErasedKernel ref, ErasedKernel fast, const RunContex
       {"null targets", nullptr, 3, 4, true},
   };
   for (const auto& [name, targets, rows, classes, with_out] : cases) {
-    std::vector<uint8_t> want(64, 0xA5), got(64, 0xA5);
+    std::vector<uint8_t> want(64, kGuard), got(64, kGuard);
     const std::string want_error = ErrorOf([&] {
       Unerase<CrossEntropyGradFn>(ref)(z.data(), targets, with_out ? want.data() : nullptr, rows, classes, c.dtype);
     });
@@ -411,7 +303,7 @@ Measure RunCrossEntropyGrad(ErasedKernel ref, ErasedKernel fast, const RunContex
     });
     if (want_error.empty()) Fail(m, fmt::format("invalid {}: the reference did not throw", name));
     SameErrors(got_error, want_error, fmt::format("invalid {}", name), m);
-    ComparePadding(got, 0, fmt::format("invalid {}", name), m);
+    CheckGuard(got, 0, fmt::format("invalid {}", name), m);
   }
   return m;
 }
@@ -430,14 +322,14 @@ Measure RunMSEGrad(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       const size_t off = Offset(c.dtype, n);
       const auto p = Shifted(RandomStorage(c.dtype, n, seed, 2.0, specials), off);
       const auto t = Shifted(RandomStorage(c.dtype, n, seed + 7919, 2.0, specials), off);
-      std::vector<uint8_t> want(p.size(), 0xA5), got(p.size(), 0xA5);
+      std::vector<uint8_t> want(p.size(), kGuard), got(p.size(), kGuard);
       const std::string where = fmt::format("n={}{}", n, specials ? " specials" : "");
       const std::string want_error = ErrorOf(
           [&] { Unerase<MSEGradFn>(ref)(p.data() + off, t.data() + off, want.data() + off, n, c.dtype); });
       const std::string got_error = ErrorOf(
           [&] { Unerase<MSEGradFn>(fast)(p.data() + off, t.data() + off, got.data() + off, n, c.dtype); });
       if (SameErrors(got_error, want_error, where, m)) continue;
-      ComparePadding(got, off + DTypeStorageBytes(c.dtype, n), where, m);
+      CheckGuard(got, off + DTypeStorageBytes(c.dtype, n), where, m);
       got.erase(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(off));
       want.erase(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(off));
       CompareElements(got, want, c.dtype, n, tol, where + " grad", m);
@@ -449,19 +341,19 @@ Measure RunMSEGrad(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     const int64_t n = 37;
     const auto p = Make(c.dtype, n, c.seed, [](int64_t i, double u) { return (i % 2 ? 3e38 : -3e38) * (0.5 + u); });
     const auto t = Make(c.dtype, n, c.seed + 1, [](int64_t i, double u) { return (i % 2 ? -3e38 : 3e38) * (0.5 + u); });
-    std::vector<uint8_t> want(p.size(), 0xA5), got(p.size(), 0xA5);
+    std::vector<uint8_t> want(p.size(), kGuard), got(p.size(), kGuard);
     Unerase<MSEGradFn>(ref)(p.data(), t.data(), want.data(), n, c.dtype);
     Unerase<MSEGradFn>(fast)(p.data(), t.data(), got.data(), n, c.dtype);
     CompareElements(got, want, c.dtype, n, tol, "huge grad", m);
   }
   for (const int64_t n : {int64_t{-1}, int64_t{5}}) {
-    std::vector<uint8_t> got(64, 0xA5);
+    std::vector<uint8_t> got(64, kGuard);
     const auto x = RandomStorage(c.dtype, 5, c.seed);
     const std::string where = fmt::format("invalid n={}", n);
     const std::string want = ErrorOf([&] { Unerase<MSEGradFn>(ref)(x.data(), nullptr, got.data(), n, c.dtype); });
     const std::string gotten = ErrorOf([&] { Unerase<MSEGradFn>(fast)(x.data(), nullptr, got.data(), n, c.dtype); });
     SameErrors(gotten, want, where, m);
-    ComparePadding(got, 0, where, m);
+    CheckGuard(got, 0, where, m);
   }
   return m;
 }
@@ -531,7 +423,7 @@ const std::vector<uint8_t>& DropoutWant(ErasedKernel ref, DType dt, const std::v
   auto it = cache.find(k);
   if (it == cache.end()) {
     if (cache.size() > 512) cache.clear();
-    std::vector<uint8_t> out(x.size(), 0xA5);
+    std::vector<uint8_t> out(x.size(), kGuard);
     Unerase<DropoutFn>(ref)(out.data() + off, x.data() + off, n, config, dt);
     it = cache.emplace(k, std::move(out)).first;
   }
@@ -554,11 +446,11 @@ Measure RunDropout(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       for (const uint64_t seed : kSeeds) {
         if (!all && !(rate == 0.5f || rate == 0.1f) ) continue;
         if (!all && seed != kSeeds[n % 4]) continue;
-        if (n == kLarge && !Thorough(c) && seed != kSeeds[1] && rate != 0.5f) continue;
+        if (n == kLarge && Quick(c) && seed != kSeeds[1] && rate != 0.5f) continue;
         const DropoutConfig config{rate, seed};
         const std::string where = fmt::format("n={} rate={} seed={:#x}", n, rate, seed);
         const auto& want = DropoutWant(ref, dt, x, off, n, config, fmt::format("{}:{}", c.method, n));
-        std::vector<uint8_t> got(x.size(), 0xA5);
+        std::vector<uint8_t> got(x.size(), kGuard);
         Unerase<DropoutFn>(fast)(got.data() + off, x.data() + off, n, config, dt);
         if (got != want) {
           size_t at = 0;
@@ -574,8 +466,8 @@ Measure RunDropout(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
                           want.begin() + static_cast<std::ptrdiff_t>(off))) {
             Fail(m, where + ": in place differs");
           }
-          if (Thorough(c)) {
-            std::vector<uint8_t> three(x.size(), 0xA5);
+          if (!Quick(c)) {
+            std::vector<uint8_t> three(x.size(), kGuard);
             WithThreads(3, [&] { Unerase<DropoutFn>(fast)(three.data() + off, x.data() + off, n, config, dt); });
             if (three != want) Fail(m, where + ": 3 threads differ");
           }
@@ -592,7 +484,7 @@ Measure RunDropout(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   for (const auto& [rate, n, with_src] : cases) {
     const DropoutConfig config{rate, 7};
     const std::string where = fmt::format("invalid rate={} n={} src={}", rate, n, with_src);
-    std::vector<uint8_t> want(64, 0xA5), got(64, 0xA5);
+    std::vector<uint8_t> want(64, kGuard), got(64, kGuard);
     const void* src = with_src ? x.data() : nullptr;
     const std::string want_error = ErrorOf([&] { Unerase<DropoutFn>(ref)(want.data(), src, n, config, dt); });
     const std::string got_error = ErrorOf([&] { Unerase<DropoutFn>(fast)(got.data(), src, n, config, dt); });

@@ -23,13 +23,11 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "backplane/backend/backend.hpp"
-#include "backplane/convert.hpp"
 #include "conformance/runner.hpp"
 
 namespace backplane::conformance {
@@ -46,91 +44,8 @@ using AdaptivePool2DFn = BP_RET_AdaptivePool2D (*)(BP_PARAMS_AdaptivePool2D);
 
 constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
 
-// ConformanceSizes(quick) ends below 4096 in quick mode.
-bool Quick(const RunContext& c) { return c.sizes.empty() || c.sizes.back() < 4096; }
-
-void Fail(Measure& m, const std::string& note) {
-  if (m.ok) m.note = note;
-  m.ok = false;
-}
-
-template <class Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// Runs an invalid call on both kernels: the errors must be identical and non-empty, and the fast
-// kernel must not have written its output.
-template <class Call>
-void ExpectSameError(const std::string& where, std::vector<uint8_t>& out, Call&& call, Measure& m) {
-  const std::vector<uint8_t> before = out;
-  const std::string want = ErrorOf([&] { call(true); });
-  out = before;
-  const std::string got = ErrorOf([&] { call(false); });
-  if (want.empty()) {
-    Fail(m, fmt::format("{}: the reference accepted an invalid call", where));
-  } else if (got != want) {
-    Fail(m, fmt::format("{}: error mismatch: got '{}', want '{}'", where, got, want));
-  } else if (out != before) {
-    Fail(m, fmt::format("{}: the fast kernel wrote its output before throwing", where));
-  }
-}
-
-// The two input sets of every case.
-struct InputSet {
-  const char* name;
-  bool specials;
-};
-constexpr InputSet kInputSets[] = {{"specials", true}, {"plain", false}};
-
 std::vector<uint8_t> Input(DType dtype, int64_t count, uint64_t seed, bool specials) {
   return RandomStorage(dtype, count, seed, 2.0, specials);
-}
-
-std::vector<double> Widened(const std::vector<uint8_t>& s, DType dtype, int64_t count) {
-  std::vector<double> v(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = LoadAsDouble(s, dtype, i);
-  return v;
-}
-
-// |got - want| <= tol.abs + tol.rel * cond[i] for finite values; non-finite values must match.
-void CompareBounded(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype,
-                    const std::vector<double>& cond, Tolerance tol, const std::string& where,
-                    Measure& m) {
-  for (size_t i = 0; i < cond.size(); ++i) {
-    const double g = LoadAsDouble(got, dtype, static_cast<int64_t>(i));
-    const double w = LoadAsDouble(want, dtype, static_cast<int64_t>(i));
-    if (std::isnan(g) && std::isnan(w)) continue;
-    if (!std::isfinite(g) || !std::isfinite(w)) {
-      if (g != w) {
-        m.max_error = INFINITY;
-        Fail(m, fmt::format("{}[{}]: got {}, want {}", where, i, g, w));
-      }
-      continue;
-    }
-    const double err = std::fabs(g - w);
-    m.max_error = std::max(m.max_error, err);
-    if (!(err <= tol.abs + tol.rel * cond[i])) {
-      Fail(m, fmt::format("{}[{}]: got {}, want {} (bound {})", where, i, g, w,
-                          tol.abs + tol.rel * cond[i]));
-    }
-  }
-}
-
-// Guard bytes past the output must survive the fast kernel.
-void CheckGuard(const std::vector<uint8_t>& out, size_t used, const std::string& where,
-                Measure& m) {
-  for (size_t i = used; i < out.size(); ++i) {
-    if (out[i] != 0xA5) {
-      Fail(m, fmt::format("{}: wrote past the end of the output", where));
-      return;
-    }
-  }
 }
 
 // ---- Matmul -------------------------------------------------------------------------------------
@@ -160,7 +75,7 @@ Measure RunMatmul(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       const auto a = Input(c.dtype, s.rows * s.inner, ++seed, set.specials);
       const auto b = Input(c.dtype, s.inner * s.cols, ++seed + 7919, set.specials);
       const int64_t count = s.rows * s.cols;
-      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, 0xA5), got = want;
+      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, kGuard), got = want;
       Unerase<MatmulFn>(ref)(want.data(), a.data(), b.data(), s.rows, s.inner, s.cols, c.dtype);
       Unerase<MatmulFn>(fast)(got.data(), a.data(), b.data(), s.rows, s.inner, s.cols, c.dtype);
       CheckGuard(got, DTypeStorageBytes(c.dtype, count), where, m);
@@ -184,7 +99,7 @@ Measure RunMatmul(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     auto a = Input(c.dtype, n * n, ++seed, false);
     const auto b = Input(c.dtype, n * n, ++seed, false);
     const auto ad = Widened(a, c.dtype, n * n), bd = Widened(b, c.dtype, n * n);
-    std::vector<uint8_t> want(a.size(), 0xA5);
+    std::vector<uint8_t> want(a.size(), kGuard);
     Unerase<MatmulFn>(ref)(want.data(), a.data(), b.data(), n, n, n, c.dtype);
     Unerase<MatmulFn>(fast)(a.data(), a.data(), b.data(), n, n, n, c.dtype);
     std::vector<double> cond(static_cast<size_t>(n * n), 0.0);
@@ -197,7 +112,7 @@ Measure RunMatmul(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   }
   // Invalid calls.
   const auto a = Input(c.dtype, 12, 1, false), b = Input(c.dtype, 12, 2, false);
-  std::vector<uint8_t> out(64, 0xA5);
+  std::vector<uint8_t> out(64, kGuard);
   auto call = [&](int64_t rows, int64_t inner, int64_t cols, DType dtype, bool nullLeft) {
     return [&, rows, inner, cols, dtype, nullLeft](bool reference) {
       Unerase<MatmulFn>(reference ? ref : fast)(out.data(), nullLeft ? nullptr : a.data(), b.data(),
@@ -247,7 +162,7 @@ Measure RunSingleHead(ErasedKernel ref, ErasedKernel fast, const RunContext& c) 
       const auto k = Input(c.dtype, s.seqK * s.depth, ++seed, set.specials);
       const auto v = Input(c.dtype, s.seqK * s.valueDim, ++seed, set.specials);
       const int64_t count = s.seqQ * s.valueDim;
-      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, 0xA5), got = want;
+      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, kGuard), got = want;
       const FlashAttentionConfig config{.BlockSize = s.block, .Causal = s.causal};
       Unerase<SingleHeadFn>(ref)(config, q.data(), k.data(), v.data(), want.data(), s.seqQ, s.seqK,
                                  s.depth, s.valueDim, c.dtype);
@@ -262,7 +177,7 @@ Measure RunSingleHead(ErasedKernel ref, ErasedKernel fast, const RunContext& c) 
     auto q = Input(c.dtype, 20 * 16, ++seed, false);
     const auto k = Input(c.dtype, 30 * 16, ++seed, false),
                v = Input(c.dtype, 30 * 16, ++seed, false);
-    std::vector<uint8_t> want(q.size(), 0xA5);
+    std::vector<uint8_t> want(q.size(), kGuard);
     const FlashAttentionConfig config{.BlockSize = 7, .Causal = true};
     Unerase<SingleHeadFn>(ref)(config, q.data(), k.data(), v.data(), want.data(), 20, 30, 16, 16,
                                c.dtype);
@@ -272,7 +187,7 @@ Measure RunSingleHead(ErasedKernel ref, ErasedKernel fast, const RunContext& c) 
   }
   const auto q = Input(c.dtype, 12, 1, false), k = Input(c.dtype, 12, 2, false),
              v = Input(c.dtype, 12, 3, false);
-  std::vector<uint8_t> out(64, 0xA5);
+  std::vector<uint8_t> out(64, kGuard);
   auto call = [&](FlashAttentionConfig config, int64_t seqQ, int64_t depth, DType dtype,
                   bool nullK) {
     return [&, config, seqQ, depth, dtype, nullK](bool reference) {
@@ -336,7 +251,7 @@ Measure RunMultiHead(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       const auto k = Input(c.dtype, s.seqK * kv * cfg.HeadDim, ++seed, set.specials);
       const auto v = Input(c.dtype, s.seqK * kv * cfg.HeadDim, ++seed + 31, set.specials);
       const int64_t count = s.seqQ * cfg.NumHeads * cfg.HeadDim;
-      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, 0xA5), got = want;
+      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, kGuard), got = want;
       Unerase<MultiHeadFn>(ref)(cfg, q.data(), k.data(), v.data(), want.data(), s.seqQ, s.seqK,
                                 c.dtype);
       Unerase<MultiHeadFn>(fast)(cfg, q.data(), k.data(), v.data(), got.data(), s.seqQ, s.seqK,
@@ -347,7 +262,7 @@ Measure RunMultiHead(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   }
   const auto q = Input(c.dtype, 64, 1, false), k = Input(c.dtype, 64, 2, false),
              v = Input(c.dtype, 64, 3, false);
-  std::vector<uint8_t> out(300, 0xA5);
+  std::vector<uint8_t> out(300, kGuard);
   auto call = [&](MultiHeadAttentionConfig config, DType dtype) {
     return [&, config, dtype](bool reference) {
       Unerase<MultiHeadFn>(reference ? ref : fast)(config, q.data(), k.data(), v.data(), out.data(),
@@ -511,7 +426,7 @@ void RunConvCases(ErasedKernel ref, ErasedKernel fast, const RunContext& c, bool
       const auto w = Input(c.dtype, s.outC * s.inC * kV, ++seed + 101, set.specials);
       const auto b = Input(c.dtype, s.outC, ++seed + 202, set.specials);
       const int64_t count = s.batch * s.outC * outV;
-      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, 0xA5), got = want;
+      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, kGuard), got = want;
       const void* bias = s.bias ? b.data() : nullptr;
       CallConv<R>(ref, s, transposed, x.data(), w.data(), bias, want.data(), c.dtype);
       CallConv<R>(fast, s, transposed, x.data(), w.data(), bias, got.data(), c.dtype);
@@ -529,7 +444,7 @@ template <size_t R>
 void ConvErrors(ErasedKernel ref, ErasedKernel fast, const RunContext& c, bool transposed,
                 Measure& m) {
   const auto x = Input(c.dtype, 256, 1, false), w = Input(c.dtype, 256, 2, false);
-  std::vector<uint8_t> out(2048, 0xA5);
+  std::vector<uint8_t> out(2048, kGuard);
   auto call = [&](ConvCase<R> s, DType dtype, int64_t outDelta) {
     return [&, s, dtype, outDelta](bool reference) {
       const auto& a = s.axes;  // outDelta != 0: a wrong output extent (Conv2D only)
@@ -653,7 +568,7 @@ Measure RunPool2D(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
                       p.KernelH, p.KernelW, p.StrideH, p.StrideW, p.PaddingH, p.PaddingW, set.name);
       const auto x = Input(c.dtype, s.batch * s.channels * s.inH * s.inW, ++seed, set.specials);
       const int64_t count = s.batch * s.channels * outH * outW;
-      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, 0xA5), got = want;
+      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, kGuard), got = want;
       Unerase<Pool2DFn>(ref)(p, x.data(), want.data(), s.batch, s.channels, s.inH, s.inW, outH,
                              outW, c.dtype);
       Unerase<Pool2DFn>(fast)(p, x.data(), got.data(), s.batch, s.channels, s.inH, s.inW, outH,
@@ -665,14 +580,14 @@ Measure RunPool2D(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   // In place: out aliases in.
   {
     auto x = Input(c.dtype, 2 * 9 * 10, ++seed, false);
-    std::vector<uint8_t> want(x.size(), 0xA5);
+    std::vector<uint8_t> want(x.size(), kGuard);
     const PoolConfig p = cfg(3, 3, 2, 2, 1, 1);
     Unerase<Pool2DFn>(ref)(p, x.data(), want.data(), 1, 2, 9, 10, 5, 5, c.dtype);
     Unerase<Pool2DFn>(fast)(p, x.data(), x.data(), 1, 2, 9, 10, 5, 5, c.dtype);
     CompareStorage(x, want, c.dtype, 50, tol, "alias out=in", m);
   }
   const auto x = Input(c.dtype, 64, 1, false);
-  std::vector<uint8_t> out(256, 0xA5);
+  std::vector<uint8_t> out(256, kGuard);
   auto call = [&](PoolConfig p, int64_t outH, int64_t outW, DType dtype) {
     return [&, p, outH, outW, dtype](bool reference) {
       Unerase<Pool2DFn>(reference ? ref : fast)(p, x.data(), out.data(), 1, 1, 8, 8, outH, outW,
@@ -704,7 +619,7 @@ Measure RunAdaptivePool2D(ErasedKernel ref, ErasedKernel fast, const RunContext&
                                             s.inW, s.outH, s.outW, set.name);
       const auto x = Input(c.dtype, s.batch * s.channels * s.inH * s.inW, ++seed, set.specials);
       const int64_t count = s.batch * s.channels * s.outH * s.outW;
-      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, 0xA5), got = want;
+      std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, count) + 16, kGuard), got = want;
       Unerase<AdaptivePool2DFn>(ref)(x.data(), want.data(), s.batch, s.channels, s.inH, s.inW,
                                      s.outH, s.outW, c.dtype);
       Unerase<AdaptivePool2DFn>(fast)(x.data(), got.data(), s.batch, s.channels, s.inH, s.inW,
@@ -714,7 +629,7 @@ Measure RunAdaptivePool2D(ErasedKernel ref, ErasedKernel fast, const RunContext&
     }
   }
   const auto x = Input(c.dtype, 64, 1, false);
-  std::vector<uint8_t> out(256, 0xA5);
+  std::vector<uint8_t> out(256, kGuard);
   auto call = [&](int64_t inH, int64_t outH, DType dtype) {
     return [&, inH, outH, dtype](bool reference) {
       Unerase<AdaptivePool2DFn>(reference ? ref : fast)(x.data(), out.data(), 1, 1, inH, 8, outH, 2,

@@ -13,14 +13,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "backplane/backend/backend.hpp"
-#include "backplane/convert.hpp"
 #include "backplane/cpu/threads.hpp"
 #include "conformance/runner.hpp"
 
@@ -35,43 +33,6 @@ using RoPEPairsFn = BP_RET_RoPEPairs (*)(BP_PARAMS_RoPEPairs);
 using ApplyMaskFn = BP_RET_ApplyMask (*)(BP_PARAMS_ApplyMask);
 using CausalMaskFn = BP_RET_CausalMask (*)(BP_PARAMS_CausalMask);
 using ALiBiBiasFn = BP_RET_ALiBiBias (*)(BP_PARAMS_ALiBiBias);
-
-constexpr uint8_t kGuard = 0xA5;
-
-// ConformanceSizes(quick) ends below 4096 in quick mode.
-bool Quick(const RunContext& c) { return c.sizes.empty() || c.sizes.back() < 4096; }
-
-void Fail(Measure& m, const std::string& note) {
-  if (m.ok) m.note = note;
-  m.ok = false;
-}
-
-template <class Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// Runs an invalid call on both kernels: the errors must be identical and non-empty, and the fast
-// kernel must not have written its output.
-template <class Call>
-void ExpectSameError(const std::string& where, std::vector<uint8_t>& out, Call&& call, Measure& m) {
-  const std::vector<uint8_t> before = out;
-  const std::string want = ErrorOf([&] { call(true); });
-  out = before;
-  const std::string got = ErrorOf([&] { call(false); });
-  if (want.empty()) {
-    Fail(m, fmt::format("{}: the reference accepted an invalid call", where));
-  } else if (got != want) {
-    Fail(m, fmt::format("{}: error mismatch: got '{}', want '{}'", where, got, want));
-  } else if (out != before) {
-    Fail(m, fmt::format("{}: the fast kernel wrote its output before throwing", where));
-  }
-}
 
 // A buffer whose elements start `off` bytes in (one element when `shift`), followed by 16 guard
 // bytes: inputs are copies of `values`, outputs start as guard bytes.
@@ -102,31 +63,12 @@ void CompareOut(const Buffer& got, const Buffer& want, DType dtype, int64_t coun
   CompareStorage(got.Elements(), want.Elements(), dtype, count, DefaultTolerance(dtype), where, m);
 }
 
-struct InputSet {
-  const char* name;
-  bool specials;
-};
-constexpr InputSet kInputSets[] = {{"specials", true}, {"plain", false}};
-
 // Storage of `count` values v[i] -> f(v[i]) (computed in double, stored in dtype).
 template <class F>
 std::vector<uint8_t> MapStorage(const std::vector<uint8_t>& s, DType dtype, int64_t count, F f) {
   std::vector<uint8_t> out(s.size(), 0);
   for (int64_t i = 0; i < count; ++i) {
-    const double v = f(LoadAsDouble(s, dtype, i), i);
-    const auto k = static_cast<size_t>(i);
-    switch (dtype) {
-      case DType::Float64: std::memcpy(out.data() + 8 * k, &v, 8); break;
-      case DType::Float32: {
-        const auto x = static_cast<float>(v);
-        std::memcpy(out.data() + 4 * k, &x, 4);
-        break;
-      }
-      default: {
-        const uint16_t h = dtype == DType::Float16 ? F32ToF16(static_cast<float>(v)) : F32ToBF16(static_cast<float>(v));
-        std::memcpy(out.data() + 2 * k, &h, 2);
-      }
-    }
+    StoreAsDouble(out, dtype, i, f(LoadAsDouble(s, dtype, i), i));
   }
   return out;
 }

@@ -27,12 +27,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "backplane/backend/backend.hpp"
-#include "backplane/convert.hpp"
 #include "conformance/runner.hpp"
 
 namespace backplane::conformance {
@@ -43,37 +41,6 @@ using Stencil1DFn = BP_RET_Stencil1D (*)(BP_PARAMS_Stencil1D);
 using FFTFn = BP_RET_FFT (*)(BP_PARAMS_FFT);
 using MadelungFn = BP_RET_MadelungContinuity (*)(BP_PARAMS_MadelungContinuity);
 
-size_t Offset(DType dtype, int64_t n) { return n % 2 == 1 ? DTypeStorageBytes(dtype, 1) : 0; }
-
-std::vector<uint8_t> Shifted(const std::vector<uint8_t>& s, size_t offset) {
-  std::vector<uint8_t> out(s.size() + offset, 0xA5);
-  std::copy(s.begin(), s.end(), out.begin() + static_cast<std::ptrdiff_t>(offset));
-  return out;
-}
-
-std::vector<uint8_t> Unshift(std::vector<uint8_t> s, size_t offset) {
-  s.erase(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(offset));
-  return s;
-}
-
-void StoreDouble(std::vector<uint8_t>& s, DType dtype, int64_t i, double v) {
-  const auto k = static_cast<size_t>(i);
-  switch (dtype) {
-    case DType::Float64: std::memcpy(s.data() + 8 * k, &v, 8); break;
-    case DType::Float32: {
-      const float f = static_cast<float>(v);
-      std::memcpy(s.data() + 4 * k, &f, 4);
-      break;
-    }
-    default: {
-      const float f = static_cast<float>(v);
-      const uint16_t h = dtype == DType::Float16 ? F32ToF16(f) : F32ToBF16(f);
-      std::memcpy(s.data() + 2 * k, &h, 2);
-      break;
-    }
-  }
-}
-
 // Input variants: 0 random with specials, 1 random, 2 |random| (a valid density), 3 |random| with
 // every fifth value 0 (wavefunction nodes).
 std::vector<uint8_t> Variant(DType dtype, int64_t n, uint64_t seed, int variant) {
@@ -81,7 +48,7 @@ std::vector<uint8_t> Variant(DType dtype, int64_t n, uint64_t seed, int variant)
   if (variant >= 2) {
     for (int64_t i = 0; i < n; ++i) {
       const double v = std::fabs(LoadAsDouble(s, dtype, i));
-      StoreDouble(s, dtype, i, variant == 3 && i % 5 == 2 ? 0.0 : v);
+      StoreAsDouble(s, dtype, i, variant == 3 && i % 5 == 2 ? 0.0 : v);
     }
   }
   return s;
@@ -97,18 +64,18 @@ Measure RunStencil1D(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       for (float h : {1.0f, 0.37f}) {
         const size_t off = Offset(c.dtype, n);
         const auto x = Shifted(Variant(c.dtype, n, c.seed + static_cast<uint64_t>(n) + 101 * variant, variant), off);
-        auto want = std::vector<uint8_t>(x.size(), 0xA5);
+        auto want = std::vector<uint8_t>(x.size(), kGuard);
         auto got = want;
         const std::string where = fmt::format("n={} variant={} h={} y", n, variant, h);
         if (!RunBoth([&] { R(x.data() + off, want.data() + off, n, h, c.dtype); },
                      [&] { F(x.data() + off, got.data() + off, n, h, c.dtype); }, where, m)) {
           continue;
         }
-        CompareStorage(Unshift(got, off), Unshift(want, off), c.dtype, n, tol, where, m);
+        CompareStorage(Unshifted(got, off), Unshifted(want, off), c.dtype, n, tol, where, m);
         if (variant == 1 || variant == 3) {  // in place: output = input
           auto inplace = x;
           F(inplace.data() + off, inplace.data() + off, n, h, c.dtype);
-          CompareStorage(Unshift(inplace, off), Unshift(want, off), c.dtype, n, tol, where + " (in place)", m);
+          CompareStorage(Unshifted(inplace, off), Unshifted(want, off), c.dtype, n, tol, where + " (in place)", m);
         }
       }
     }
@@ -139,17 +106,17 @@ Measure RunMadelung(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       const uint64_t seed = c.seed + static_cast<uint64_t>(n) + 101 * variant;
       const auto rho = Shifted(Variant(c.dtype, n, seed, variant), off);
       const auto v = Shifted(Variant(c.dtype, n, seed + 7919, variant == 2 ? 1 : variant), off);
-      auto want = std::vector<uint8_t>(rho.size(), 0xA5);
+      auto want = std::vector<uint8_t>(rho.size(), kGuard);
       auto got = want;
       const std::string where = fmt::format("n={} variant={} residual", n, variant);
       if (!RunBoth([&] { R(rho.data() + off, v.data() + off, want.data() + off, n, h, c.dtype); },
                    [&] { F(rho.data() + off, v.data() + off, got.data() + off, n, h, c.dtype); }, where, m)) {
         continue;
       }
-      CompareStorage(Unshift(got, off), Unshift(want, off), c.dtype, n, tol, where, m);
+      CompareStorage(Unshifted(got, off), Unshifted(want, off), c.dtype, n, tol, where, m);
       auto inplace = v;  // residual aliases the velocity
       F(rho.data() + off, inplace.data() + off, inplace.data() + off, n, h, c.dtype);
-      CompareStorage(Unshift(inplace, off), Unshift(want, off), c.dtype, n, tol, where + " (in place)", m);
+      CompareStorage(Unshifted(inplace, off), Unshifted(want, off), c.dtype, n, tol, where + " (in place)", m);
     }
   }
   const auto x = RandomStorage(c.dtype, 8, c.seed);
@@ -173,7 +140,7 @@ Measure RunLaplacian(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
            {5, 17, 33}, {2, 2, 2}, {3, 1, 31}, {0, 5}, {4, 0, 3}}) {
     shapes.push_back(s);
   }
-  if (!c.sizes.empty() && c.sizes.back() >= 4096) shapes.push_back({3, 50, 501});  // > 64K cells: threaded
+  if (!Quick(c)) shapes.push_back({3, 50, 501});  // > 64K cells: threaded
   for (const auto& dims : shapes) {
     int64_t count = 1;
     for (int64_t d : dims) count *= d;
@@ -181,7 +148,7 @@ Measure RunLaplacian(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       const float h = variant == 0 ? 1.0f : 0.37f;
       const size_t off = Offset(c.dtype, count);
       const auto x = Shifted(Variant(c.dtype, count, c.seed + static_cast<uint64_t>(count) + 101 * variant, variant), off);
-      auto want = std::vector<uint8_t>(x.size(), 0xA5);
+      auto want = std::vector<uint8_t>(x.size(), kGuard);
       auto got = want;
       const auto rank = static_cast<int64_t>(dims.size());
       const std::string where = fmt::format("dims=[{}] variant={} y", fmt::join(dims, ","), variant);
@@ -189,11 +156,11 @@ Measure RunLaplacian(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
                    [&] { F(x.data() + off, got.data() + off, dims.data(), rank, h, c.dtype); }, where, m)) {
         continue;
       }
-      CompareStorage(Unshift(got, off), Unshift(want, off), c.dtype, count, tol, where, m);
+      CompareStorage(Unshifted(got, off), Unshifted(want, off), c.dtype, count, tol, where, m);
       if (variant == 1) {
         auto inplace = x;
         F(inplace.data() + off, inplace.data() + off, dims.data(), rank, h, c.dtype);
-        CompareStorage(Unshift(inplace, off), Unshift(want, off), c.dtype, count, tol, where + " (in place)", m);
+        CompareStorage(Unshifted(inplace, off), Unshifted(want, off), c.dtype, count, tol, where + " (in place)", m);
       }
     }
   }
@@ -270,7 +237,7 @@ Measure RunFFT(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   const auto F = Unerase<FFTFn>(fast);
   std::vector<int64_t> sizes = c.sizes;
   // Every plan shape (first pass from 16 lanes^2 on); the full run adds 2^16 (> 64 KiB, threaded).
-  const bool quick = !c.sizes.empty() && c.sizes.back() < 4096;
+  const bool quick = Quick(c);
   for (int64_t n : {128, 256, 1024, 4096}) sizes.push_back(n);
   if (!quick) sizes.push_back(65536);
   for (int64_t n : sizes) {
@@ -280,7 +247,7 @@ Measure RunFFT(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       const auto xr = Shifted(RandomStorage(c.dtype, n, seed, 2.0, variant == 0), off);
       const auto xi = Shifted(RandomStorage(c.dtype, n, seed + 7919, 2.0, variant == 0), off);
       const void* xip = variant == 2 ? nullptr : xi.data() + off;
-      Complex want{std::vector<uint8_t>(xr.size(), 0xA5), std::vector<uint8_t>(xr.size(), 0xA5)};
+      Complex want{std::vector<uint8_t>(xr.size(), kGuard), std::vector<uint8_t>(xr.size(), kGuard)};
       Complex got = want;
       const std::string where = fmt::format("n={} variant={}", n, variant);
       if (!RunBoth([&] { R(xr.data() + off, xip, want.re.data() + off, want.im.data() + off, n, c.dtype); },
@@ -288,12 +255,12 @@ Measure RunFFT(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
                    m)) {
         continue;
       }
-      got.re = Unshift(got.re, off), got.im = Unshift(got.im, off);
-      want.re = Unshift(want.re, off), want.im = Unshift(want.im, off);
+      got.re = Unshifted(got.re, off), got.im = Unshifted(got.im, off);
+      want.re = Unshifted(want.re, off), want.im = Unshifted(want.im, off);
       const auto wr = ToDoubles(want.re, c.dtype, n), wi = ToDoubles(want.im, c.dtype, n);
       const auto gr = ToDoubles(got.re, c.dtype, n), gi = ToDoubles(got.im, c.dtype, n);
-      const auto x0 = ToDoubles(Unshift(xr, off), c.dtype, n);
-      const auto x1 = variant == 2 ? std::vector<double>(x0.size(), 0.0) : ToDoubles(Unshift(xi, off), c.dtype, n);
+      const auto x0 = ToDoubles(Unshifted(xr, off), c.dtype, n);
+      const auto x1 = variant == 2 ? std::vector<double>(x0.size(), 0.0) : ToDoubles(Unshifted(xi, off), c.dtype, n);
       if (!AllFinite(x0) || !AllFinite(x1) || !AllFinite(wr) || !AllFinite(wi)) {
         CompareStorage(got.re, want.re, c.dtype, n, tol, where + " re", m);  // same NaN/Inf pattern
         CompareStorage(got.im, want.im, c.dtype, n, tol, where + " im", m);
@@ -324,8 +291,8 @@ Measure RunFFT(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       const double scale = inverse ? nd : 1.0 / nd;
       Complex back{got.re, got.im};
       for (int64_t i = 0; i < n; ++i) {
-        StoreDouble(back.re, c.dtype, i, gr[static_cast<size_t>(i)] * scale);
-        StoreDouble(back.im, c.dtype, i, -gi[static_cast<size_t>(i)] * scale);
+        StoreAsDouble(back.re, c.dtype, i, gr[static_cast<size_t>(i)] * scale);
+        StoreAsDouble(back.im, c.dtype, i, -gi[static_cast<size_t>(i)] * scale);
       }
       Complex rt{std::vector<uint8_t>(got.re.size()), std::vector<uint8_t>(got.re.size())};
       F(back.re.data(), back.im.data(), rt.re.data(), rt.im.data(), n, c.dtype);
@@ -343,8 +310,8 @@ Measure RunFFT(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       if (variant == 1) {  // in place: outputs are the input arrays
         Complex io{xr, xi};
         F(io.re.data() + off, io.im.data() + off, io.re.data() + off, io.im.data() + off, n, c.dtype);
-        CompareStorage(Unshift(io.re, off), got.re, c.dtype, n, tol, where + " re (in place)", m);
-        CompareStorage(Unshift(io.im, off), got.im, c.dtype, n, tol, where + " im (in place)", m);
+        CompareStorage(Unshifted(io.re, off), got.re, c.dtype, n, tol, where + " re (in place)", m);
+        CompareStorage(Unshifted(io.im, off), got.im, c.dtype, n, tol, where + " im (in place)", m);
       }
     }
   }

@@ -7,18 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <functional>
 #include <limits>
 #include <string>
-#include <tuple>
 #include <string_view>
 #include <vector>
 
 #include "backplane/backend/backend.hpp"
-#include "backplane/convert.hpp"
-#include "backplane/cpu/threads.hpp"
 #include "backplane/random.hpp"
 #include "conformance/runner.hpp"
 
@@ -29,125 +24,11 @@ using DequantFn = BP_RET_Dequant (*)(BP_PARAMS_Dequant);
 using QuantFn = BP_RET_Quant (*)(BP_PARAMS_Quant);
 using PosPopStringFn = BP_RET_PosPopString (*)(BP_PARAMS_PosPopString);
 
-constexpr Tolerance kExact{0.0, 0.0};
 constexpr DType kFloatFormats[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
-
-// One size beyond 64K elements, so that the chunked (and threaded) paths run too.
-constexpr int64_t kLarge = 3 * 65536 + 17;
-
-template <class Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void Fail(Measure& m, const std::string& note) {
-  if (m.ok) m.note = note;
-  m.ok = false;
-}
-
-// RandomStorage memoised for the method being verified: the runner runs once per target on the
-// same seeded inputs, and generating them (log, cos per element) would dominate the run time.
-const std::vector<uint8_t>& Inputs(const RunContext& c, DType dtype, int64_t n, uint64_t seed, double scale = 2.0,
-                                   bool specials = true) {
-  static std::mutex mu;
-  static std::string method;
-  static std::map<std::tuple<DType, int64_t, uint64_t, double, bool>, std::vector<uint8_t>> cache;
-  const std::lock_guard<std::mutex> lock(mu);
-  if (method != c.method) {
-    cache.clear();
-    method = c.method;
-  }
-  const auto key = std::make_tuple(dtype, n, seed, scale, specials);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, RandomStorage(dtype, n, seed, scale, specials)).first;
-  return it->second;
-}
-
-// CompareStorage, formatting the location only for elements that fail.
-void CompareElements(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype, int64_t count,
-                     Tolerance tol, const std::string& where, Measure& m) {
-  for (int64_t i = 0; i < count; ++i) {
-    const double g = LoadAsDouble(got, dtype, i), w = LoadAsDouble(want, dtype, i);
-    if ((std::isnan(g) && std::isnan(w)) || (std::isinf(w) && g == w)) continue;
-    const double err = std::fabs(g - w);
-    if (std::isfinite(g) && std::isfinite(w) && err <= tol.abs + tol.rel * std::fabs(w)) {
-      m.max_error = std::max(m.max_error, err);
-    } else {
-      CompareScalar(g, w, tol, fmt::format("{}[{}]", where, i), m);
-    }
-  }
-}
-
-// Both threw the same error (true), or neither threw (false); a mismatch fails.
-bool SameErrors(const std::string& got, const std::string& want, const std::string& where, Measure& m) {
-  if (got != want) {
-    Fail(m, fmt::format("{}: error mismatch: got '{}', want '{}'", where, got, want));
-    return true;
-  }
-  return !want.empty();
-}
 
 void SameBytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, const std::string& where,
                Measure& m) {
   if (got != want) Fail(m, where + ": bytes differ (outside the output, or after an error)");
-}
-
-std::vector<int64_t> WithLarge(std::vector<int64_t> sizes) {
-  sizes.push_back(kLarge);
-  return sizes;
-}
-
-// The full matrix (`backplane verify`) runs every variant at the large sizes too; the quick one
-// (unit tests, and emulated Arm targets, where vectors cost ~1000x) only the main variants.
-bool Thorough(const RunContext& c) {
-  for (const int64_t n : c.sizes) {
-    if (n > 4096) return true;
-  }
-  return false;
-}
-
-// The quick matrix runs its few sizes over 64K elements (several chunks) on one thread: the
-// chunked code paths are the same, and OpenMP regions stall under qemu-user, where the quick
-// matrix verifies the Arm targets. The full matrix uses the configured thread count.
-class QuickThreads {
- public:
-  explicit QuickThreads(const RunContext& c) : previous_(cpu::NumThreads()), active_(!Thorough(c)) {
-    if (active_) cpu::SetNumThreads(1);
-  }
-  ~QuickThreads() {
-    if (active_) cpu::SetNumThreads(previous_);
-  }
-  QuickThreads(const QuickThreads&) = delete;
-  QuickThreads& operator=(const QuickThreads&) = delete;
-
- private:
-  int previous_;
-  bool active_;
-};
-
-void StoreAsDouble(std::vector<uint8_t>& s, DType dtype, int64_t i, double v) {
-  const auto k = static_cast<size_t>(i);
-  switch (dtype) {
-    case DType::Float64: std::memcpy(s.data() + 8 * k, &v, 8); break;
-    case DType::Float32: {
-      const float f = static_cast<float>(v);
-      std::memcpy(s.data() + 4 * k, &f, 4);
-      break;
-    }
-    case DType::Float16:
-    case DType::BFloat16: {
-      const float f = static_cast<float>(v);
-      const uint16_t h = dtype == DType::Float16 ? F32ToF16(f) : F32ToBF16(f);
-      std::memcpy(s.data() + 2 * k, &h, 2);
-      break;
-    }
-    default: break;
-  }
 }
 
 // ---- Quant -------------------------------------------------------------------------------------
@@ -178,7 +59,7 @@ Measure RunQuant(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
           StoreAsDouble(ties, src, i, (static_cast<double>(k) + 0.5) * qc.scale);
         }
         for (const auto* x : {&random, &ties}) {
-          if (n == kLarge && x == &ties && !Thorough(c)) continue;
+          if (n == kLarge && x == &ties && Quick(c)) continue;
           const std::string where = fmt::format("{} n={} scale={} zp={} {}", DTypeName(src), n, qc.scale,
                                                 qc.zero_point, x == &random ? "random" : "ties");
           std::vector<uint8_t> want(static_cast<size_t>(n) + 8, 0x5A), got = want;
@@ -191,7 +72,7 @@ Measure RunQuant(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       }
     }
     // Over 4M elements the kernel stages codes with non-temporal stores (full matrix only).
-    if (Thorough(c)) {
+    if (!Quick(c)) {
       const int64_t n = (int64_t{4} << 20) + 5;
       const auto x = Inputs(c, src, n, c.seed + 17, 2.0, false);
       const std::string where = fmt::format("{} n={} (streamed)", DTypeName(src), n);
@@ -202,7 +83,7 @@ Measure RunQuant(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       if (!SameErrors(got_error, want_error, where, m)) CompareElements(got, want, DType::Int8, n, kExact, where + " q", m);
     }
     // A NaN anywhere throws before anything is written.
-    for (const int64_t n : {int64_t{1}, int64_t{40}, Thorough(c) ? kLarge : int64_t{70001}}) {
+    for (const int64_t n : {int64_t{1}, int64_t{40}, !Quick(c) ? kLarge : int64_t{70001}}) {
       for (const int64_t at : {int64_t{0}, n / 2, n - 1}) {
         auto x = Inputs(c, src, n, c.seed + 5, 2.0, false);
         StoreAsDouble(x, src, at, NAN);
@@ -261,11 +142,11 @@ Measure RunDequant(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
            : std::vector<DequantConfig>{{0.05f, 0}, {3.0f, -128}, {1000.0f, 127}, {1e-3f, 5}};
   for (const DType dst : kFloatFormats) {
     for (const DequantConfig& config : configs) {
-      for (const int64_t n : &config == configs.data() || Thorough(c) ? WithLarge(c.sizes) : c.sizes) {
+      for (const int64_t n : &config == configs.data() || !Quick(c) ? WithLarge(c.sizes) : c.sizes) {
         const auto& q = Inputs(c, c.dtype, n, c.seed + static_cast<uint64_t>(n));
         const std::string where =
             fmt::format("{} n={} scale={} zp={}", DTypeName(dst), n, config.Scale, config.ZeroPoint);
-        std::vector<uint8_t> want(DTypeStorageBytes(dst, n) + 8, 0xA5), got = want;
+        std::vector<uint8_t> want(DTypeStorageBytes(dst, n) + 8, kGuard), got = want;
         const std::string want_error = ErrorOf([&] { r(want.data(), q.data(), n, config, dst, c.dtype); });
         const std::string got_error = ErrorOf([&] { f(got.data(), q.data(), n, config, dst, c.dtype); });
         if (SameErrors(got_error, want_error, where, m)) continue;
@@ -275,7 +156,7 @@ Measure RunDequant(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     }
   }
   const auto q = RandomStorage(c.dtype, 16, c.seed);
-  std::vector<uint8_t> buf(64 + 8, 0xA5);
+  std::vector<uint8_t> buf(64 + 8, kGuard);
   const struct {
     const char* what;
     void* dst;
@@ -385,8 +266,8 @@ void PosPopErrors(const Call& call_ref, const Call& call_fast, Measure& m) {
 // flushed on every target); the full matrix adds more than 64K words and about 1 MiB.
 template <class Word>
 std::vector<int64_t> PosPopSizes(const RunContext& c) {
-  auto sizes = Thorough(c) ? WithLarge(c.sizes) : c.sizes;
-  sizes.push_back(static_cast<int64_t>((Thorough(c) ? (1u << 20) : 300000u) / sizeof(Word)) + 3);
+  auto sizes = !Quick(c) ? WithLarge(c.sizes) : c.sizes;
+  sizes.push_back(static_cast<int64_t>((!Quick(c) ? (1u << 20) : 300000u) / sizeof(Word)) + 3);
   return sizes;
 }
 

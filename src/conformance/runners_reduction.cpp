@@ -9,16 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "backplane/backend/backend.hpp"
-#include "backplane/convert.hpp"
-#include "backplane/cpu/threads.hpp"
-#include "backplane/random.hpp"
 #include "conformance/runner.hpp"
 
 namespace backplane::conformance {
@@ -28,91 +22,6 @@ using ReduceFn = BP_RET_Reduce (*)(BP_PARAMS_Reduce);
 using DotFn = BP_RET_Dot (*)(BP_PARAMS_Dot);
 using LayerNormFn = BP_RET_LayerNorm (*)(BP_PARAMS_LayerNorm);
 using RMSNormFn = BP_RET_RMSNorm (*)(BP_PARAMS_RMSNorm);
-
-// One size beyond 64K elements, so that the chunked (and threaded) paths run too.
-constexpr int64_t kLarge = 3 * 65536 + 17;
-
-// Runs fn; returns its error message, or "" when it did not throw.
-template <class Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void Fail(Measure& m, const std::string& note) {
-  if (m.ok) m.note = note;
-  m.ok = false;
-}
-
-// RandomStorage memoised for the method being verified: the runner runs once per target on the
-// same seeded inputs, and generating them (log, cos per element) would dominate the run time.
-const std::vector<uint8_t>& Inputs(const RunContext& c, DType dtype, int64_t n, uint64_t seed, double scale = 2.0,
-                                   bool specials = true) {
-  static std::mutex mu;
-  static std::string method;
-  static std::map<std::tuple<DType, int64_t, uint64_t, double, bool>, std::vector<uint8_t>> cache;
-  const std::lock_guard<std::mutex> lock(mu);
-  if (method != c.method) {
-    cache.clear();
-    method = c.method;
-  }
-  const auto key = std::make_tuple(dtype, n, seed, scale, specials);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, RandomStorage(dtype, n, seed, scale, specials)).first;
-  return it->second;
-}
-
-// CompareStorage, formatting the location only for elements that fail.
-void CompareElements(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype, int64_t count,
-                     Tolerance tol, const std::string& where, Measure& m) {
-  for (int64_t i = 0; i < count; ++i) {
-    const double g = LoadAsDouble(got, dtype, i), w = LoadAsDouble(want, dtype, i);
-    if ((std::isnan(g) && std::isnan(w)) || (std::isinf(w) && g == w)) continue;
-    const double err = std::fabs(g - w);
-    if (std::isfinite(g) && std::isfinite(w) && err <= tol.abs + tol.rel * std::fabs(w)) {
-      m.max_error = std::max(m.max_error, err);
-    } else {
-      CompareScalar(g, w, tol, fmt::format("{}[{}]", where, i), m);
-    }
-  }
-}
-
-// Both threw the same error (true, and nothing more to compare), or neither threw (false).
-bool SameErrors(const std::string& got, const std::string& want, const std::string& where, Measure& m) {
-  if (got != want) {
-    Fail(m, fmt::format("{}: error mismatch: got '{}', want '{}'", where, got, want));
-    return true;
-  }
-  return !want.empty();
-}
-
-void StoreAsDouble(std::vector<uint8_t>& s, DType dtype, int64_t i, double v) {
-  const auto k = static_cast<size_t>(i);
-  switch (dtype) {
-    case DType::Float64: std::memcpy(s.data() + 8 * k, &v, 8); break;
-    case DType::Float32: {
-      const float f = static_cast<float>(v);
-      std::memcpy(s.data() + 4 * k, &f, 4);
-      break;
-    }
-    case DType::Float16:
-    case DType::BFloat16: {
-      const float f = static_cast<float>(v);
-      const uint16_t h = dtype == DType::Float16 ? F32ToF16(f) : F32ToBF16(f);
-      std::memcpy(s.data() + 2 * k, &h, 2);
-      break;
-    }
-    default: break;
-  }
-}
-
-Tolerance ScalarTolerance(DType dtype) {
-  return dtype == DType::Float64 || dtype == DType::Int8 ? DefaultTolerance(dtype) : DefaultTolerance(DType::Float32);
-}
 
 void CompareExact(double got, double want, const std::string& where, Measure& m) {
   if (std::isnan(got) && std::isnan(want)) return;
@@ -125,39 +34,6 @@ void CompareExact(double got, double want, const std::string& where, Measure& m)
   Fail(m, fmt::format("{}: got {}, want {} (exactly)", where, got, want));
 }
 
-std::vector<int64_t> WithLarge(std::vector<int64_t> sizes) {
-  sizes.push_back(kLarge);
-  return sizes;
-}
-
-// The full matrix (`backplane verify`) runs every variant at the large sizes too; the quick one
-// (unit tests, and emulated Arm targets, where vectors cost ~1000x) only the main variants.
-bool Thorough(const RunContext& c) {
-  for (const int64_t n : c.sizes) {
-    if (n > 4096) return true;
-  }
-  return false;
-}
-
-// The quick matrix runs its few sizes over 64K elements (several chunks) on one thread: the
-// chunked code paths are the same, and OpenMP regions stall under qemu-user, where the quick
-// matrix verifies the Arm targets. The full matrix uses the configured thread count.
-class QuickThreads {
- public:
-  explicit QuickThreads(const RunContext& c) : previous_(cpu::NumThreads()), active_(!Thorough(c)) {
-    if (active_) cpu::SetNumThreads(1);
-  }
-  ~QuickThreads() {
-    if (active_) cpu::SetNumThreads(previous_);
-  }
-  QuickThreads(const QuickThreads&) = delete;
-  QuickThreads& operator=(const QuickThreads&) = delete;
-
- private:
-  int previous_;
-  bool active_;
-};
-
 // ---- Reduce ------------------------------------------------------------------------------------
 
 // The input sets of one size: random with specials (+-0, +-Inf, NaN, +-60, 1e-30 mixed in),
@@ -168,7 +44,7 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> ReduceInputs(const Run
   std::vector<std::pair<std::string, std::vector<uint8_t>>> sets;
   sets.emplace_back("specials", Inputs(c, dtype, n, seed));
   sets.emplace_back("plain", Inputs(c, dtype, n, seed + 1, 2.0, false));
-  if (n == kLarge && !Thorough(c)) return sets;
+  if (n == kLarge && Quick(c)) return sets;
   auto near_one = Inputs(c, dtype, n, seed + 2, 0.01, false);
   auto zeros = Inputs(c, dtype, n, seed + 3, 1.0, false);
   auto zeros_neg = zeros;
@@ -240,7 +116,7 @@ Measure RunDot(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   const Tolerance tol = ScalarTolerance(c.dtype);
   for (int64_t n : WithLarge(c.sizes)) {
     for (const bool specials : {true, false}) {
-      if (n == kLarge && !specials && !Thorough(c)) continue;
+      if (n == kLarge && !specials && Quick(c)) continue;
       const uint64_t seed = c.seed + static_cast<uint64_t>(n) + (specials ? 0 : 101);
       const auto& a = Inputs(c, c.dtype, n, seed, 2.0, specials);
       const auto& b = Inputs(c, c.dtype, n, seed + 7919, 2.0, specials);
@@ -253,7 +129,7 @@ Measure RunDot(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     }
   }
   if (c.dtype == DType::Int8) {  // extreme products: -128 * -128 everywhere
-    const int64_t n = Thorough(c) ? kLarge : 70001;
+    const int64_t n = !Quick(c) ? kLarge : 70001;
     const std::vector<int8_t> a(static_cast<size_t>(n), -128);
     const double want = Unerase<DotFn>(ref)(a.data(), a.data(), n, c.dtype);
     const double got = Unerase<DotFn>(fast)(a.data(), a.data(), n, c.dtype);
@@ -318,20 +194,17 @@ Measure RunNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
         for (const bool with_bias : {true, false}) {
           if (!kLayerNorm && with_bias) continue;
           if (large && (in == &plain || with_scale != with_bias)) continue;
-          if (large && !Thorough(c) && (in != &x || !with_scale)) continue;
+          if (large && Quick(c) && (in != &x || !with_scale)) continue;
           const void* s = with_scale ? scale.data() : nullptr;
           const void* b = with_bias ? bias.data() : nullptr;
           const std::string where = fmt::format("[{}, {}] input {} scale={} bias={}", rows, dim, variant, with_scale,
                                                 with_bias);
-          std::vector<uint8_t> want(bytes, 0xA5), got(bytes, 0xA5);
+          std::vector<uint8_t> want(bytes, kGuard), got(bytes, kGuard);
           const std::string want_error = ErrorOf([&] { call(ref, in->data(), s, b, want.data(), rows, dim); });
           const std::string got_error = ErrorOf([&] { call(fast, in->data(), s, b, got.data(), rows, dim); });
           if (SameErrors(got_error, want_error, where, m)) continue;
           CompareElements(got, want, c.dtype, count, tol, where + " y", m);
-          const size_t used = DTypeStorageBytes(c.dtype, count);
-          for (size_t k = used; k < bytes; ++k) {
-            if (got[k] != 0xA5) Fail(m, where + ": wrote past the output");
-          }
+          CheckGuard(got, DTypeStorageBytes(c.dtype, count), where, m);
           // In place (out == in) gives the same result.
           std::vector<uint8_t> inplace = *in;
           const std::string inplace_error =
@@ -345,13 +218,13 @@ Measure RunNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   }
   // An output over 8 MiB (f32/f64), written with non-temporal stores from unaligned rows (full
   // matrix only).
-  if ((c.dtype == DType::Float32 || c.dtype == DType::Float64) && Thorough(c)) {
+  if ((c.dtype == DType::Float32 || c.dtype == DType::Float64) && !Quick(c)) {
     const int64_t rows = 1031, dim = c.dtype == DType::Float32 ? 2053 : 1031, count = rows * dim;
     const auto& x = Inputs(c, c.dtype, count, c.seed + 9, 2.0, false);
     const auto& scale = Inputs(c, c.dtype, dim, c.seed + 10, 1.5, false);
     const auto& bias = Inputs(c, c.dtype, dim, c.seed + 11, 1.0, false);
     const size_t bytes = DTypeStorageBytes(c.dtype, count);
-    std::vector<uint8_t> want(bytes + 8, 0xA5), got(bytes + 8, 0xA5);
+    std::vector<uint8_t> want(bytes + 8, kGuard), got(bytes + 8, kGuard);
     call(ref, x.data(), scale.data(), bias.data(), want.data(), rows, dim);
     call(fast, x.data(), scale.data(), bias.data(), got.data() + 4, rows, dim);  // misaligned output
     std::memmove(got.data(), got.data() + 4, bytes);
@@ -367,7 +240,7 @@ Measure RunNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     for (int64_t i = 0; i < dim; ++i) StoreAsDouble(scale, c.dtype, i, big * LoadAsDouble(scale, c.dtype, i));
     const auto& bias = Inputs(c, c.dtype, dim, c.seed + 14, 1.0, false);
     const size_t bytes = DTypeStorageBytes(c.dtype, count) + 8;
-    std::vector<uint8_t> want(bytes, 0xA5), got(bytes, 0xA5);
+    std::vector<uint8_t> want(bytes, kGuard), got(bytes, kGuard);
     const std::string where = fmt::format("[{}, {}] scale near the dtype's maximum", rows, dim);
     const std::string want_error = ErrorOf([&] { call(ref, x.data(), scale.data(), bias.data(), want.data(), rows, dim); });
     const std::string got_error = ErrorOf([&] { call(fast, x.data(), scale.data(), bias.data(), got.data(), rows, dim); });

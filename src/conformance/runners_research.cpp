@@ -17,14 +17,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "backplane/backend/backend.hpp"
-#include "backplane/convert.hpp"
-#include "backplane/cpu/threads.hpp"
 #include "conformance/runner.hpp"
 
 namespace backplane::conformance {
@@ -40,102 +37,6 @@ using OuterFn = BP_RET_Outer (*)(BP_PARAMS_Outer);
 using RowReduceFn = BP_RET_RowReduce (*)(BP_PARAMS_RowReduce);
 using BinaryOutFn = BP_RET_BinaryOut (*)(BP_PARAMS_BinaryOut);
 
-constexpr int64_t kLarge = 3 * 65536 + 17;  // several 64K chunks: the threaded paths run
-constexpr uint8_t kGuard = 0xA5;
-
-// ConformanceSizes(quick) ends below 4096 in quick mode.
-bool Quick(const RunContext& c) { return c.sizes.empty() || c.sizes.back() < 4096; }
-
-// The quick matrix (unit tests, qemu) runs its large cases on one thread: OpenMP regions stall
-// under qemu-user. The full matrix uses the configured thread count.
-class QuickThreads {
- public:
-  explicit QuickThreads(const RunContext& c) : previous_(cpu::NumThreads()), active_(Quick(c)) {
-    if (active_) cpu::SetNumThreads(1);
-  }
-  ~QuickThreads() {
-    if (active_) cpu::SetNumThreads(previous_);
-  }
-  QuickThreads(const QuickThreads&) = delete;
-  QuickThreads& operator=(const QuickThreads&) = delete;
-
- private:
-  int previous_;
-  bool active_;
-};
-
-void Fail(Measure& m, const std::string& note) {
-  if (m.ok) m.note = note;
-  m.ok = false;
-}
-
-template <class Fn>
-std::string ErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// Runs reference and fast calls (each writing its own output). Returns true when both returned;
-// when either threw, records a mismatch of messages, or a fast output written before throwing.
-template <class Ref, class Fast>
-bool Both(Ref&& ref, Fast&& fast, const std::vector<uint8_t>& fast_out, const std::string& where,
-          Measure& m) {
-  const std::vector<uint8_t> before = fast_out;
-  const std::string want = ErrorOf(ref), got = ErrorOf(fast);
-  if (want != got) {
-    Fail(m, fmt::format("{}: error mismatch: got '{}', want '{}'", where, got, want));
-    return false;
-  }
-  if (!want.empty() && fast_out != before)
-    Fail(m, fmt::format("{}: the fast kernel wrote before throwing", where));
-  return want.empty();
-}
-
-// Both kernels must throw the same non-empty message for an invalid call.
-template <class Call>
-void ExpectSameError(const std::string& where, Call&& call, Measure& m) {
-  const std::string want = ErrorOf([&] { call(true); });
-  const std::string got = ErrorOf([&] { call(false); });
-  if (want.empty()) {
-    Fail(m, fmt::format("{}: the reference accepted an invalid call", where));
-  } else if (got != want) {
-    Fail(m, fmt::format("{}: error mismatch: got '{}', want '{}'", where, got, want));
-  }
-}
-
-void StoreAsDouble(std::vector<uint8_t>& s, DType dtype, int64_t i, double v) {
-  const auto k = static_cast<size_t>(i);
-  switch (dtype) {
-    case DType::Float64:
-      std::memcpy(s.data() + 8 * k, &v, 8);
-      break;
-    case DType::Float32: {
-      const float f = static_cast<float>(v);
-      std::memcpy(s.data() + 4 * k, &f, 4);
-      break;
-    }
-    case DType::Float16:
-    case DType::BFloat16: {
-      const float f = static_cast<float>(v);
-      const uint16_t h = dtype == DType::Float16 ? F32ToF16(f) : F32ToBF16(f);
-      std::memcpy(s.data() + 2 * k, &h, 2);
-      break;
-    }
-    default:
-      break;
-  }
-}
-
-std::vector<double> Widened(const std::vector<uint8_t>& s, DType dtype, int64_t count) {
-  std::vector<double> v(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = LoadAsDouble(s, dtype, i);
-  return v;
-}
-
 // |x| of plain N(0, scale) values, with exact zeros where (i + phase) % zero_every == 0.
 std::vector<uint8_t> NonNegative(DType dtype, int64_t n, uint64_t seed, int64_t zero_every = 0,
                                  int64_t phase = 0, double scale = 1.0) {
@@ -145,50 +46,6 @@ std::vector<uint8_t> NonNegative(DType dtype, int64_t n, uint64_t seed, int64_t 
     StoreAsDouble(s, dtype, i, zero ? 0.0 : std::fabs(LoadAsDouble(s, dtype, i)));
   }
   return s;
-}
-
-// Kernels must not assume alignment: odd sizes run on buffers shifted by one element.
-size_t Offset(DType dtype, int64_t n) { return n % 2 == 1 ? DTypeStorageBytes(dtype, 1) : 0; }
-
-void CheckGuard(const std::vector<uint8_t>& out, size_t used, const std::string& where,
-                Measure& m) {
-  for (size_t i = used; i < out.size(); ++i) {
-    if (out[i] != kGuard)
-      return Fail(m, fmt::format("{}: wrote past the end of the output", where));
-  }
-}
-
-// |got - want| <= tol.abs + tol.rel * cond[i] for finite values; non-finite values must match.
-void CompareBounded(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype,
-                    const std::vector<double>& cond, Tolerance tol, const std::string& where,
-                    Measure& m) {
-  for (size_t i = 0; i < cond.size(); ++i) {
-    const double g = LoadAsDouble(got, dtype, static_cast<int64_t>(i));
-    const double w = LoadAsDouble(want, dtype, static_cast<int64_t>(i));
-    if (std::isnan(g) && std::isnan(w)) continue;
-    if (!std::isfinite(g) || !std::isfinite(w)) {
-      if (g != w) {
-        m.max_error = INFINITY;
-        Fail(m, fmt::format("{}[{}]: got {}, want {}", where, i, g, w));
-      }
-      continue;
-    }
-    const double err = std::fabs(g - w);
-    m.max_error = std::max(m.max_error, err);
-    if (!(err <= tol.abs + tol.rel * cond[i])) {
-      Fail(m, fmt::format("{}[{}]: got {}, want {} (bound {})", where, i, g, w,
-                          tol.abs + tol.rel * cond[i]));
-    }
-  }
-}
-
-Tolerance ScalarTolerance(DType dtype) {
-  return dtype == DType::Float64 ? DefaultTolerance(dtype) : DefaultTolerance(DType::Float32);
-}
-
-std::vector<int64_t> WithLarge(std::vector<int64_t> sizes) {
-  sizes.push_back(kLarge);
-  return sizes;
 }
 
 // ---- VSAPermute: raw rotation, bit for bit -----------------------------------------------------
@@ -216,7 +73,7 @@ Measure RunPermute(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       const VSAConfig cfg{shift};
       const std::string where = fmt::format("n={} shift={}", n, shift);
       std::vector<uint8_t> want(bytes + 8, kGuard), got = want;
-      if (!Both([&] { Unerase<PermuteFn>(ref)(cfg, x.data(), want.data(), n, c.dtype); },
+      if (!RunBoth([&] { Unerase<PermuteFn>(ref)(cfg, x.data(), want.data(), n, c.dtype); },
                 [&] { Unerase<PermuteFn>(fast)(cfg, x.data(), got.data(), n, c.dtype); }, got,
                 where, m)) {
         continue;
@@ -270,7 +127,7 @@ Measure RunSimilarity(ErasedKernel ref, ErasedKernel fast, const RunContext& c) 
                      const std::string& where) {
     double want = 0.0, got = 0.0;
     std::vector<uint8_t> dummy;
-    if (Both([&] { want = Unerase<SimilarityFn>(ref)(a.data(), b.data(), n, c.dtype); },
+    if (RunBoth([&] { want = Unerase<SimilarityFn>(ref)(a.data(), b.data(), n, c.dtype); },
              [&] { got = Unerase<SimilarityFn>(fast)(a.data(), b.data(), n, c.dtype); }, dummy,
              where, m)) {
       CompareScalar(got, want, tol, where, m);
@@ -359,7 +216,7 @@ Measure RunFreeEnergy(ErasedKernel ref, ErasedKernel fast, const RunContext& c) 
       if (pc.poison >= 0) Poison(in[static_cast<size_t>(pc.poison)], c.dtype, n, pc.bad);
       const std::string where = fmt::format("n={} {}", n, pc.name);
       std::vector<uint8_t> want(16, kGuard), got = want;
-      if (Both(
+      if (RunBoth(
               [&] {
                 Unerase<FreeEnergyFn>(ref)(in[0].data(), in[1].data(), in[2].data(), want.data(), n,
                                            c.dtype);
@@ -418,7 +275,7 @@ Measure RunExpectedFreeEnergy(ErasedKernel ref, ErasedKernel fast, const RunCont
       if (pc.poison >= 0) Poison(in[k], c.dtype, len[k], pc.bad);
       const std::string where = fmt::format("[{}, {}] {}", obs, states, pc.name);
       std::vector<uint8_t> want(16, kGuard), got = want;
-      if (Both(
+      if (RunBoth(
               [&] {
                 Unerase<ExpectedFreeEnergyFn>(ref)(in[0].data(), in[1].data(), in[2].data(),
                                                    want.data(), obs, states, c.dtype);
@@ -745,7 +602,7 @@ void ExtraBinaryOut(ErasedKernel ref, ErasedKernel fast, const RunContext& c, Me
   auto check = [&](const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, int64_t n,
                    const std::string& where) {
     std::vector<uint8_t> want(DTypeStorageBytes(c.dtype, n) + 16, kGuard), got = want;
-    if (!Both([&] { Unerase<BinaryOutFn>(ref)(a.data(), b.data(), want.data(), n, c.dtype); },
+    if (!RunBoth([&] { Unerase<BinaryOutFn>(ref)(a.data(), b.data(), want.data(), n, c.dtype); },
               [&] { Unerase<BinaryOutFn>(fast)(a.data(), b.data(), got.data(), n, c.dtype); }, got,
               where, m)) {
       return;

@@ -14,56 +14,17 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <map>
-#include <mutex>
 #include <numeric>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "backplane/backend/backend.hpp"
-#include "backplane/convert.hpp"
 #include "backplane/random.hpp"
 #include "conformance/runner.hpp"
 
 namespace backplane::conformance {
 namespace {
-
-constexpr int64_t kLarge = 3 * 65536 + 17;
-
-void Fail(Measure& m, const std::string& note) {
-  if (m.ok) m.note = note;
-  m.ok = false;
-}
-
-// RandomStorage memoised for the method being verified (it runs once per target on the same
-// seeded inputs).
-const std::vector<uint8_t>& Inputs(const RunContext& c, DType dtype, int64_t n, uint64_t seed, double scale = 2.0,
-                                   bool specials = true) {
-  static std::mutex mu;
-  static std::string method;
-  static std::map<std::tuple<DType, int64_t, uint64_t, double, bool>, std::vector<uint8_t>> cache;
-  const std::lock_guard<std::mutex> lock(mu);
-  if (method != c.method) {
-    cache.clear();
-    method = c.method;
-  }
-  const auto key = std::make_tuple(dtype, n, seed, scale, specials);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, RandomStorage(dtype, n, seed, scale, specials)).first;
-  return it->second;
-}
-
-// A copy of `s` starting `offset` bytes into a fresh buffer (unaligned kernels' inputs).
-std::vector<uint8_t> Shifted(const std::vector<uint8_t>& s, size_t offset) {
-  std::vector<uint8_t> out(s.size() + offset, 0xA5);
-  std::copy(s.begin(), s.end(), out.begin() + static_cast<std::ptrdiff_t>(offset));
-  return out;
-}
-
-std::vector<uint8_t> Unshifted(const std::vector<uint8_t>& s, size_t offset) {
-  return std::vector<uint8_t>(s.begin() + static_cast<std::ptrdiff_t>(offset), s.end());
-}
 
 // ---- Optimizers ---------------------------------------------------------------------------------
 
@@ -101,8 +62,8 @@ Measure RunOptimizer(const OptFamily& f, ErasedKernel ref, ErasedKernel fast, co
   }
   for (int cfg = 0; cfg < f.configs; ++cfg) cases.emplace_back(kLarge, cfg, false);
   for (const auto& [n, cfg, specials] : cases) {
-    const size_t off = n % 2 == 1 ? DTypeStorageBytes(dt, 1) : 0;
-    const size_t soff = n % 2 == 1 ? DTypeStorageBytes(st, 1) : 0;
+    const size_t off = Offset(dt, n);
+    const size_t soff = Offset(st, n);
     const uint64_t seed = c.seed + static_cast<uint64_t>(n) * 131 + static_cast<uint64_t>(cfg);
     OptBuffers side[2];
     for (OptBuffers& b : side) {
@@ -416,20 +377,6 @@ struct LBFGSSide {
   }
 };
 
-// Writes one element of a float storage.
-void StoreAs(std::vector<uint8_t>& s, DType dtype, int64_t i, double v) {
-  const auto k = static_cast<size_t>(i);
-  if (dtype == DType::Float64) {
-    std::memcpy(s.data() + 8 * k, &v, 8);
-  } else if (dtype == DType::Float32) {
-    const float f = static_cast<float>(v);
-    std::memcpy(s.data() + 4 * k, &f, 4);
-  } else {
-    const uint16_t h = dtype == DType::Float16 ? F32ToF16(static_cast<float>(v)) : F32ToBF16(static_cast<float>(v));
-    std::memcpy(s.data() + 2 * k, &h, 2);
-  }
-}
-
 Measure RunLBFGS(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   Measure m;
   const DType dt = c.dtype;
@@ -463,7 +410,7 @@ Measure RunLBFGS(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
         for (int t = 0; t < kSteps; ++t) {
           std::vector<uint8_t> g(DTypeStorageBytes(dt, n) + 8, 0);
           if (k.quadratic) {
-            for (int64_t i = 0; i < n; ++i) StoreAs(g, dt, i, (0.5 + 0.25 * static_cast<double>(i % 7)) * LoadAsDouble(side[0].p, dt, i));
+            for (int64_t i = 0; i < n; ++i) StoreAsDouble(g, dt, i, (0.5 + 0.25 * static_cast<double>(i % 7)) * LoadAsDouble(side[0].p, dt, i));
           } else {
             g = Inputs(c, dt, n, seed + 1000 + static_cast<uint64_t>(t), 1.0, specials);
           }
@@ -541,7 +488,7 @@ Measure RunBag(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   for (int bad = 1; bad <= 4; ++bad) cases.push_back({37, 9, 5, 20, bad});
   for (const Case& k : cases) {
     const uint64_t seed = c.seed + static_cast<uint64_t>(k.hidden * 7 + k.bags);
-    const size_t off = k.hidden % 2 == 1 ? DTypeStorageBytes(dt, 1) : 0;
+    const size_t off = Offset(dt, k.hidden);
     const auto table = Shifted(Inputs(c, dt, k.vocab * k.hidden, seed), off);
     std::vector<int32_t> indices(static_cast<size_t>(k.count) + 1), offsets(static_cast<size_t>(k.bags));
     for (int64_t i = 0; i < k.count; ++i) {
@@ -556,7 +503,7 @@ Measure RunBag(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     if (k.bad == 2) std::swap(offsets[1], offsets[static_cast<size_t>(k.bags - 1)]), offsets[1] = k.count, offsets[2] = 0;
     if (k.bad == 3) offsets[0] = 1;
     const DType callType = k.bad == 4 ? DType::Int8 : dt;
-    std::vector<uint8_t> want(DTypeStorageBytes(dt, k.bags * k.hidden) + off + 8, 0xA5), got = want;
+    std::vector<uint8_t> want(DTypeStorageBytes(dt, k.bags * k.hidden) + off + 8, kGuard), got = want;
     const std::string where = fmt::format("vocab={} hidden={} bags={} count={}{}", k.vocab, k.hidden, k.bags, k.count,
                                           k.bad ? fmt::format(" (error case {})", k.bad) : "");
     const bool ran = RunBoth(
@@ -628,7 +575,7 @@ Measure RunTranspose(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       const size_t off = DTypeStorageBytes(dt, 1) * static_cast<size_t>(perms % 2);
       const size_t bytes = DTypeStorageBytes(dt, count);
       const auto src = RandomBytes(bytes + off, c.seed + static_cast<uint64_t>(count));
-      std::vector<uint8_t> want(bytes + off + 16, 0xA5), got = want;
+      std::vector<uint8_t> want(bytes + off + 16, kGuard), got = want;
       const std::string where = fmt::format("shape [{}] perm [{}]", fmt::join(shape, ","), fmt::join(perm, ","));
       if (!RunBoth([&] { Unerase<TransposeFn>(ref)(src.data() + off, want.data() + off, shape.data(), rank, perm.data(), dt); },
                    [&] { Unerase<TransposeFn>(fast)(src.data() + off, got.data() + off, shape.data(), rank, perm.data(), dt); },
@@ -645,7 +592,7 @@ Measure RunTranspose(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     const std::vector<int64_t> perm = bad == 0 ? std::vector<int64_t>{1, 1} : std::vector<int64_t>{1, 0};
     const std::vector<int64_t> dims = bad == 1 ? std::vector<int64_t>{3, -4} : shape;
     auto src = RandomBytes(DTypeStorageBytes(dt, 12) + 16, c.seed);
-    std::vector<uint8_t> want(src.size(), 0xA5), got = want;
+    std::vector<uint8_t> want(src.size(), kGuard), got = want;
     auto srcW = src, srcG = src;
     const DType callType = bad == 3 ? DType::Invalid : dt;
     const std::string where = fmt::format("error case {}", bad);
@@ -696,7 +643,7 @@ Measure RunUpsample(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     const int64_t outCount = k.batch * k.channels * k.outH * k.outW;
     const size_t off = DTypeStorageBytes(dt, 1) * static_cast<size_t>(k.inW % 2);
     const auto src = RandomBytes(DTypeStorageBytes(dt, inCount) + off, c.seed + static_cast<uint64_t>(inCount));
-    std::vector<uint8_t> want(DTypeStorageBytes(dt, outCount) + off + 16, 0xA5), got = want;
+    std::vector<uint8_t> want(DTypeStorageBytes(dt, outCount) + off + 16, kGuard), got = want;
     const UpsampleConfig cfg{k.sh, k.sw};
     const std::string where = fmt::format("[{}, {}, {}, {}] -> [{}, {}] scales ({}, {})", k.batch, k.channels, k.inH,
                                           k.inW, k.outH, k.outW, k.sh, k.sw);
