@@ -8,9 +8,10 @@
 // expm1(-0) = -0); our own f32 exp/expm1 core (no float -> int conversion, short dependency
 // chains) with a fast path (TryExpF32: every lane's result normal, no clamps, degree-6 Horner)
 // shared by Exp, the sigmoid family (num / (1 + exp(-v)): Sigmoid, Silu, GeluTanh, QuickGelu, the
-// GLUs), Softmax and Gelu; f32 tanh as a clamped rational (Eigen's 13/6); f32 Gelu for |x| < 13
-// as x Q(|x|) with Q = exp(-x^2/2) P4/D4 (max rel. error 1.2e-7); a polynomial for log1p on
-// [0, 1]; and our own erfc for everything else (Highway 1.0.3 has none):
+// GLUs) and the chunked Softmax; a cheaper exp as 2^k 2^f with a degree-5 2^f (ExpSoftmax: for
+// the one-call-per-row Softmax and for Gelu); f32 tanh as a clamped rational (Eigen's 13/6); f32
+// Gelu for |x| < 13 as x Q(|x|) with Q = exp(-x^2/2) P4/D4 (max rel. error 1.2e-7); a polynomial
+// for log1p on [0, 1]; and our own erfc for everything else (Highway 1.0.3 has none):
 //   erfc(a) = t * H(s) * exp(-a^2),  t = 1 / (1 + a/2),  s = A t + B in [-1, 1],  a = |z|,
 //   erfc(z) = 2 - erfc(|z|) for z < 0,
 // where H(s) = erfc(a) exp(a^2) / t (the scaled erfc) is the Chebyshev interpolant of degree 10
@@ -23,8 +24,10 @@
 // parameters) to the reference, which throws the documented error; nothing is written before.
 // Large inputs (>= 64K elements) are split into fixed 32K-element chunks run on the thread pool;
 // f32/f64 outputs of >= 16 MiB that do not alias an input are written with non-temporal stores
-// (input prefetched 4 KiB ahead). f32 Softmax: pass 1 is a plain Max (output prefetched for
-// writing); a NaN it misses makes the f64 sum NaN, which gives the all-NaN result.
+// (input prefetched 4 KiB ahead). f32 Softmax/LogSoftmax of fewer than 64K elements (one call per
+// row) read x from memory once (SoftmaxRowF32: a running shift instead of a separate max pass, then
+// one tight store pass); longer ones run max, sum and finish passes over the chunks (the f32 max
+// pass is a plain Max; a NaN it misses makes the f64 sum NaN, which gives the all-NaN result).
 // Measured accuracy and speed: the report of issue 7 (dense sweeps against the reference on every
 // target; 16M-element f32 throughput against STREAM triad).
 #undef HWY_TARGET_INCLUDE
@@ -73,6 +76,22 @@ constexpr float kExpm1F32[6] = {0.5f, 0.166666671633720397949219f, 0.04166648536
 // P| <= 1.2e-8; the leading 1 is exact, so exp(0) = 1.
 constexpr float kExpF32[6] = {1.0000000107951843749f, 0.50000000134872252595f, 0.16666505024508913013f,
                               0.041666464711379082993f, 0.008369174671254345942f, 0.001393367373293185169f};
+// f32 Softmax/LogSoftmax of one buffer of fewer than kSoftmaxRowMax elements (SoftmaxRowF32), in
+// blocks of kSoftmaxBlockVectors vectors: 4 accumulator chains, so each f32 lane adds at most 18
+// positive terms (16, plus leftovers in the last block) before the block's sum goes into f64: a
+// relative error below 20 2^-24 = 1.2e-6 with the reduction of the chains.
+constexpr size_t kSoftmaxRowMax = 65536;
+constexpr size_t kSoftmaxBlockVectors = 64;
+constexpr size_t kSoftmaxBufMax = 4096;  // Softmax rows up to this keep their exponentials (16 KiB)
+constexpr size_t kSoftmaxPrefetchBytes = 4096;  // x read ahead in pass 1 (3-10% faster from memory)
+// exp(d) for d <= 0 as 2^k 2^f, k = round(d log2e), f = d log2e - k in [-1/2, 1/2]; below
+// kSoftmaxExpMin (k >= -125 above it, so 2^k 2^f is normal) the result is 0 (an absolute error
+// below 2.7e-38). 2^f = 1 + f P(f), P of degree 4 fitted for relative error (weighted least squares,
+// Lawson iterations, long double): max relative error 1.09e-7 with these f32 coefficients.
+constexpr float kSoftmaxExpMin = -86.5f;
+constexpr float kSoftmaxShiftSlack = 8.0f;
+constexpr float kExp2F32[5] = {6.931470037e-01f, 2.402224243e-01f, 5.550733581e-02f, 9.671512991e-03f,
+                               1.326472382e-03f};
 // tanh(x) = x P(x^2) / Q(x^2) on |x| <= 7.90531110763549805 (f32; beyond, tanh rounds to +-1):
 // Eigen's generic_fast_tanh_float rational (degree 13/6), both polynomials divided by its leading
 // numerator coefficient so that P(0) = 1 (no underflow of x P for tiny x; tanh(x) = x there).
@@ -445,17 +464,26 @@ HWY_NOINLINE V GeluGeneral(D d, V x) {  // 0.5 x erfc(-x / sqrt2)
 }
 
 // f32 fast path, every lane |x| < 13: gelu = x Q(|x|) for x <= 0 and x - x Q(|x|) for x > 0 (Q <= 1/2:
-// no cancellation), with Q as at kGeluNumF32. The rounding of x^2/2 gives exp(-x^2/2) a relative
-// error up to (x^2/2) 2^-24 (5e-6 at |x| = 13, where |gelu| < 1e-37), as the reference's
-// erfcf(-x / sqrt2) has. Otherwise (NaN, Inf, |x| >= 13) the general erfc form.
+// no cancellation), with Q as at kGeluNumF32 (18 multiplies/FMAs and a division per vector, which
+// bound this loop; exp is the 2^k 2^f of ExpSoftmax). The rounding of s = x log2(e)/2
+// (and of that constant) gives exp(-x^2/2) a relative error up to 1.5 (x^2/2) 2^-24 (7.6e-6 at
+// |x| = 13, where |gelu| < 1e-37; the reference's erfcf(-x / sqrt2) has x^2 2^-24 from its
+// argument). Otherwise (NaN, Inf, |x| >= 13) the general erfc form.
 template <class D, class V>
 HWY_INLINE V GeluV(D d, V x) {
   if constexpr (sizeof(hn::TFromD<D>) == 4) {
     const V a = hn::Abs(x);
     if (HWY_LIKELY(hn::AllTrue(d, hn::Lt(a, hn::Set(d, kGeluFastMaxF32))))) {
-      const V n = hn::Mul(x, hn::Mul(x, hn::Set(d, -0.5f)));  // -x^2/2 >= -84.5: exp(n) is normal
-      V e;
-      (void)TryExpF32<false, false>(d, n, &e);
+      // exp(-x^2/2) = 2^k 2^f as in ExpSoftmax, with -x^2 log2(e) / 2 = s x, s = x (-log2(e) / 2):
+      // k >= -122, so the result is normal.
+      const hn::RebindToSigned<D> di;
+      const V magic = hn::Set(d, 12582912.0f);
+      const V sx = hn::Mul(x, hn::Set(d, -0.721347520444481703680f));
+      const V kt = hn::MulAdd(sx, x, magic);
+      const V kf = hn::Sub(kt, magic);
+      const V f = hn::MulSub(sx, x, kf);
+      const V p = hn::MulAdd(Horner(d, f, kExp2F32), f, hn::Set(d, 1.0f));
+      const V e = hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(hn::BitCast(di, kt))));
       const V q = hn::Div(hn::Mul(e, Horner(d, a, kGeluNumF32)), Horner(d, a, kGeluDenF32));
       const V xq = hn::Mul(x, q);
       return hn::IfThenElse(hn::Le(x, hn::Zero(d)), xq, hn::Sub(x, xq));  // -0 stays -0
@@ -1156,6 +1184,219 @@ void FinishHalf(const uint16_t* x, size_t n, double m, double sum, uint16_t* y, 
   }
 }
 
+// ---- f32 Softmax / LogSoftmax of one buffer, one pass over memory -------------------------------
+// For n < kSoftmaxRowMax (one call per row; the row then stays in L1/L2 for the second pass).
+// Pass 1 reads x once, in blocks of kSoftmaxBlockVectors vectors, with a shift c instead of the
+// maximum: e = exp(x - c) (kept in an L1 buffer by Softmax rows up to kSoftmaxBufMax) is summed in
+// f32 lanes and the block's sum added in f64, while the block's maximum is taken in the same loop. c starts as the maximum of
+// the first vector (a value of x, so the sum is >= 1); a block whose maximum exceeds c +
+// kSoftmaxShiftSlack is computed again with c = its maximum (the f64 sum is rescaled by
+// exp(c_old - c)): so x - c <= kSoftmaxShiftSlack for every kept e, and its rounding costs at most
+// kSoftmaxShiftSlack 2^-24 = 4.8e-7 relative error. A pass over x that computes only the maximum
+// first would leave the memory idle during the exponentials.
+// Pass 2 writes y once, in tight loops (on Zen 5, y stored in pass 1 and read back in pass 2 cost
+// about 1 ms more per 64 MiB: those lines had left L1): Softmax scales block j's e by
+// exp(c_j - c) / sum (f64; one exp per distinct c_j), or recomputes e from x for longer rows;
+// LogSoftmax writes (x - M) - (log(sum) + c - M) with the maximum M.
+// Specials: a first vector without a finite maximum goes to the general path (nothing written).
+// NaN or +Inf anywhere gives all NaN: d = x - c is NaN for a NaN, and a block with +Inf has the
+// maximum +Inf; the d of each block are summed into a NaN detector. -Inf gives e = 0.
+
+// exp(x) for x <= kSoftmaxShiftSlack (see kExp2F32); 0 for x < kSoftmaxExpMin, -Inf and NaN.
+template <class D, class V>
+HWY_INLINE V ExpSoftmax(D d, V x) {
+  const hn::RebindToSigned<D> di;
+  const V magic = hn::Set(d, 12582912.0f);  // 1.5 * 2^23: kt holds round(x log2e) in its low bits
+  const V log2e = hn::Set(d, 1.44269504088896341f);
+  const V kt = hn::MulAdd(x, log2e, magic);
+  const V kf = hn::Sub(kt, magic);
+  const V f = hn::MulSub(x, log2e, kf);
+  const V p = hn::MulAdd(Horner(d, f, kExp2F32), f, hn::Set(d, 1.0f));
+  const V e = hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(hn::BitCast(di, kt))));
+  return hn::IfThenElseZero(hn::Ge(x, hn::Set(d, kSoftmaxExpMin)), e);
+}
+
+// Pass 1 over the full vectors x[b, e), then the tail_n < lanes entries of `tail` (padded with -Inf,
+// e = 0) that belong at x + e, with shift c: returns the f64 sum of exp(x - c) (stored to y[b, ...)
+// when y is not null), the block's maximum in *bm, and in *nan whether some x - c is NaN.
+template <class D>
+HWY_INLINE double SoftmaxBlock(D d, const float* x, size_t n, float* y, size_t b, size_t e, const float* tail,
+                               size_t tail_n, float c, float* bm, bool* nan) {
+  constexpr size_t kAhead = kSoftmaxPrefetchBytes / sizeof(float);
+  const bool store = y != nullptr;
+  using V = hn::Vec<D>;
+  const size_t lanes = hn::Lanes(d);
+  const V vc = hn::Set(d, c);
+  const V ninf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  V a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
+  V m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+  V s = hn::Zero(d);  // sum of the x - c: NaN iff one is (they are <= c's slack, or -Inf, or NaN)
+  size_t i = b;
+  for (; i + 4 * lanes <= e; i += 4 * lanes) {
+    if (i + kAhead < n) {  // within x only: one call per row cannot know the next row
+      for (size_t k = 0; k < 4 * lanes; k += 64 / sizeof(float)) __builtin_prefetch(x + i + kAhead + k, 0, 3);
+    }
+    const V x0 = hn::LoadU(d, x + i), x1 = hn::LoadU(d, x + i + lanes);
+    const V x2 = hn::LoadU(d, x + i + 2 * lanes), x3 = hn::LoadU(d, x + i + 3 * lanes);
+    m0 = hn::Max(m0, x0);
+    m1 = hn::Max(m1, x1);
+    m2 = hn::Max(m2, x2);
+    m3 = hn::Max(m3, x3);
+    const V d0 = hn::Sub(x0, vc), d1 = hn::Sub(x1, vc), d2 = hn::Sub(x2, vc), d3 = hn::Sub(x3, vc);
+    s = hn::Add(s, hn::Add(hn::Add(d0, d1), hn::Add(d2, d3)));
+    const V e0 = ExpSoftmax(d, d0), e1 = ExpSoftmax(d, d1), e2 = ExpSoftmax(d, d2), e3 = ExpSoftmax(d, d3);
+    if (store) {
+      hn::StoreU(e0, d, y + i);
+      hn::StoreU(e1, d, y + i + lanes);
+      hn::StoreU(e2, d, y + i + 2 * lanes);
+      hn::StoreU(e3, d, y + i + 3 * lanes);
+    }
+    a0 = hn::Add(a0, e0);
+    a1 = hn::Add(a1, e1);
+    a2 = hn::Add(a2, e2);
+    a3 = hn::Add(a3, e3);
+  }
+  for (; i < e; i += lanes) {  // at most 3 vectors (last block): a1 then holds at most 18 terms
+    const V x0 = hn::LoadU(d, x + i);
+    m1 = hn::Max(m1, x0);
+    const V d0 = hn::Sub(x0, vc);
+    s = hn::Add(s, d0);
+    const V e0 = ExpSoftmax(d, d0);
+    if (store) hn::StoreU(e0, d, y + i);
+    a1 = hn::Add(a1, e0);
+  }
+  if (tail_n != 0) {
+    const V x0 = hn::Load(d, tail);
+    m2 = hn::Max(m2, x0);
+    const V d0 = hn::Sub(x0, vc);
+    s = hn::Add(s, d0);
+    const V e0 = ExpSoftmax(d, d0);
+    a2 = hn::Add(a2, e0);
+    if (store) {
+      HWY_ALIGN float buf[hn::MaxLanes(d)];
+      hn::Store(e0, d, buf);
+      for (size_t k = 0; k < tail_n; ++k) y[e + k] = buf[k];
+    }
+  }
+  *bm = hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
+  *nan = !hn::AllFalse(d, hn::IsNaN(s));
+  const auto sum = PromoteSum(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)));
+  return hn::GetLane(hn::SumOfLanes(hn::ScalableTag<double>(), sum));
+}
+
+// Returns false, with nothing written, when the first vector has no finite maximum.
+template <bool kLogSm>
+HWY_INLINE bool SoftmaxRowImpl(const float* x, size_t n, float* y) {  // y == x allowed
+  using V = hn::Vec<hn::ScalableTag<float>>;
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const size_t block = kSoftmaxBlockVectors * lanes;
+  const size_t nv = n / lanes * lanes;  // full vectors; the rest goes through `tail`
+  const size_t blocks = (n + block - 1) / block;
+  const float inf = std::numeric_limits<float>::infinity();
+  HWY_ALIGN float tail[hn::MaxLanes(d)];
+  for (size_t k = 0; k < lanes; ++k) tail[k] = nv + k < n ? x[nv + k] : -inf;
+  float c = hn::GetLane(hn::MaxOfLanes(d, hn::LoadU(d, nv != 0 ? x : tail)));
+  if (!std::isfinite(c)) return false;
+  // Softmax keeps the exponentials of rows up to kSoftmaxBufMax in an L1 buffer; longer rows
+  // compute them again in pass 2 (never through y: it may alias x, which a redone block reads).
+  HWY_ALIGN float buf[kLogSm ? 1 : kSoftmaxBufMax];
+  float* ebuf = !kLogSm && n <= kSoftmaxBufMax ? buf : nullptr;
+  float shift[kSoftmaxRowMax / kSoftmaxBlockVectors];  // c used by each block
+  float m = -inf;
+  double sum = 0.0;
+  bool invalid = false;
+  for (size_t j = 0; j < blocks && !invalid; ++j) {
+    const size_t b = j * block;
+    const size_t e = b + block < nv ? b + block : nv;
+    const size_t tail_n = j + 1 == blocks ? n - nv : 0;
+    float bm;
+    bool nan;
+    double part = SoftmaxBlock(d, x, n, ebuf, b, e, tail, tail_n, c, &bm, &nan);
+    if (bm > c + kSoftmaxShiftSlack) {  // false for NaN
+      if (bm == inf) {
+        invalid = true;
+        break;
+      }
+      sum *= std::exp(static_cast<double>(c) - static_cast<double>(bm));
+      c = bm;
+      part = SoftmaxBlock(d, x, n, ebuf, b, e, tail, tail_n, c, &bm, &nan);
+    }
+    invalid = nan;
+    shift[j] = c;
+    sum += part;
+    if (bm > m) m = bm;
+  }
+  if (invalid || std::isnan(sum)) {  // a NaN or +Inf
+    for (size_t k = 0; k < n; ++k) y[k] = std::numeric_limits<float>::quiet_NaN();
+    return true;
+  }
+  // Pass 2: tight loops of full-line stores (y is written once and never read back).
+  if (kLogSm) {
+    const float ls = static_cast<float>(std::log(sum) + (static_cast<double>(c) - static_cast<double>(m)));
+    const V vm = hn::Set(d, m), vls = hn::Set(d, ls);
+    size_t i = 0;
+    for (; i + 4 * lanes <= nv; i += 4 * lanes) {
+      const V x0 = hn::LoadU(d, x + i), x1 = hn::LoadU(d, x + i + lanes);
+      const V x2 = hn::LoadU(d, x + i + 2 * lanes), x3 = hn::LoadU(d, x + i + 3 * lanes);
+      hn::StoreU(hn::Sub(hn::Sub(x0, vm), vls), d, y + i);
+      hn::StoreU(hn::Sub(hn::Sub(x1, vm), vls), d, y + i + lanes);
+      hn::StoreU(hn::Sub(hn::Sub(x2, vm), vls), d, y + i + 2 * lanes);
+      hn::StoreU(hn::Sub(hn::Sub(x3, vm), vls), d, y + i + 3 * lanes);
+    }
+    for (; i < nv; i += lanes) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vls), d, y + i);
+    for (; i < n; ++i) y[i] = (x[i] - m) - ls;
+    return true;
+  }
+  const double inv = 1.0 / sum;
+  float prev = -inf, g = 0.0f;
+  for (size_t j = 0; j < blocks; ++j) {
+    if (shift[j] != prev) {
+      prev = shift[j];
+      g = static_cast<float>(std::exp(static_cast<double>(prev) - static_cast<double>(c)) * inv);
+    }
+    const V vg = hn::Set(d, g);
+    const size_t b = j * block;
+    const size_t e = b + block < nv ? b + block : nv;
+    size_t i = b;
+    if (ebuf != nullptr) {
+      for (; i + 4 * lanes <= e; i += 4 * lanes) {
+        const V e0 = hn::Load(d, ebuf + i), e1 = hn::Load(d, ebuf + i + lanes);
+        const V e2 = hn::Load(d, ebuf + i + 2 * lanes), e3 = hn::Load(d, ebuf + i + 3 * lanes);
+        hn::StoreU(hn::Mul(e0, vg), d, y + i);
+        hn::StoreU(hn::Mul(e1, vg), d, y + i + lanes);
+        hn::StoreU(hn::Mul(e2, vg), d, y + i + 2 * lanes);
+        hn::StoreU(hn::Mul(e3, vg), d, y + i + 3 * lanes);
+      }
+      for (; i < e; i += lanes) hn::StoreU(hn::Mul(hn::Load(d, ebuf + i), vg), d, y + i);
+      if (j + 1 == blocks) {
+        for (size_t k = nv; k < n; ++k) y[k] = ebuf[k] * g;
+      }
+    } else {
+      const V vc = hn::Set(d, prev);
+      for (; i + 2 * lanes <= e; i += 2 * lanes) {
+        const V e0 = ExpSoftmax(d, hn::Sub(hn::LoadU(d, x + i), vc));
+        const V e1 = ExpSoftmax(d, hn::Sub(hn::LoadU(d, x + i + lanes), vc));
+        hn::StoreU(hn::Mul(e0, vg), d, y + i);
+        hn::StoreU(hn::Mul(e1, vg), d, y + i + lanes);
+      }
+      for (; i < e; i += lanes) {
+        hn::StoreU(hn::Mul(ExpSoftmax(d, hn::Sub(hn::LoadU(d, x + i), vc)), vg), d, y + i);
+      }
+      if (j + 1 == blocks && nv < n) {
+        HWY_ALIGN float out[hn::MaxLanes(d)];
+        hn::Store(hn::Mul(ExpSoftmax(d, hn::Sub(hn::Load(d, tail), vc)), vg), d, out);
+        for (size_t k = nv; k < n; ++k) y[k] = out[k - nv];
+      }
+    }
+  }
+  return true;
+}
+
+bool SoftmaxRowF32(const float* x, size_t n, float* y, bool lg) {
+  return lg ? SoftmaxRowImpl<true>(x, n, y) : SoftmaxRowImpl<false>(x, n, y);
+}
+
 }  // namespace backplane::cpu::simd::activation_hwy::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -1189,6 +1430,7 @@ HWY_EXPORT(SumExpHalf);
 HWY_EXPORT(FinishF32);
 HWY_EXPORT(FinishF64);
 HWY_EXPORT(FinishHalf);
+HWY_EXPORT(SoftmaxRowF32);
 
 namespace {
 
@@ -1376,6 +1618,12 @@ void Softmax(void* dst, const void* src, int64_t count, DType dtype, bool logari
                      : Reference().Activation_Softmax(dst, src, count, dtype);
   }
   if (count == 0) return;
+  static_assert(kParallelMin <= static_cast<int64_t>(kSoftmaxRowMax));
+  if (dtype == DType::Float32 && count < kParallelMin &&  // one thread, one pass over memory
+      HWY_DYNAMIC_DISPATCH(SoftmaxRowF32)(At<float>(src, 0), static_cast<size_t>(count), At<float>(dst, 0),
+                                          logarithm)) {
+    return;
+  }
   const bool bf16 = dtype == DType::BFloat16;
   const int64_t grain = count < kParallelMin ? count : kGrain;
   const int64_t chunks = (count + grain - 1) / grain;
