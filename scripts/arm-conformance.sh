@@ -175,5 +175,5 @@ echo "OK: all $(wc -w <<<"$cpus") qemu CPUs verified"
 if [[ "${ARM_RECORD:-0}" == 1 ]]; then
   first=$(awk '{print $1}' <<<"$cpus")
   cp "$build/verify-${first//[^A-Za-z0-9_.-]/_}.json" docs/verify-arm.json
-  echo "wrote docs/verify-arm.json (from -cpu $first); run \`make docs\` to regenerate the matrices"
+  echo "wrote docs/verify-arm.json (from -cpu $first); run \`build/backplane verify --write-docs docs --from-records\` (or \`make docs\`) to regenerate the matrices"
 fi

@@ -188,6 +188,13 @@ std::vector<Workload> Workloads() {
                    b.PosPop().Count8(counts, buf->data(), static_cast<int64_t>(buf->size()));
                  });
                }});
+  w.push_back({"pospop.count8", "PosPop", "64 MiB", 64.0 * (1 << 20), 0, "read", [](Backend& b) {
+                 auto buf = std::make_shared<std::vector<uint8_t>>(64u << 20, 0x5A);
+                 return std::function<void()>([&b, buf] {
+                   int64_t counts[8] = {};
+                   b.PosPop().Count8(counts, buf->data(), static_cast<int64_t>(buf->size()));
+                 });
+               }});
   w.push_back({"pospop.count64", "PosPop", "4 MiB", 4.0 * (1 << 20), 0, "read", [](Backend& b) {
                  auto buf = std::make_shared<std::vector<uint64_t>>(512u << 10, 0x5A5A5A5A5A5A5A5Aull);
                  return std::function<void()>([&b, buf] {

@@ -24,7 +24,9 @@ struct VerifyOptions {
   std::string write_docs;
   std::string record_file;
   std::string machine;
+  bool from_records = false;
 };
+
 
 void WriteFile(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
@@ -36,7 +38,20 @@ void WriteFile(const std::string& path, const std::string& text) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
+// The three generated documents from the records in `dir` (verify-cpu.json, verify-arm.json).
+void WriteMatrices(const std::string& dir) {
+  const auto records = conformance::LoadRecords(dir);
+  WriteFile(dir + "/cpu-dispatch-matrix.md", conformance::CpuDispatchMatrixMarkdown(records));
+  WriteFile(dir + "/device-backend-matrix.md", conformance::DeviceBackendMatrixMarkdown(records));
+  WriteFile(dir + "/backend-coverage.md", conformance::BackendCoverageMarkdown(records));
+}
+
 int Verify(const VerifyOptions& o) {
+  if (o.from_records) {
+    if (o.write_docs.empty()) ThrowInvalidArgument("backplane verify", "--from-records", "--write-docs DIR as well", "no --write-docs");
+    WriteMatrices(o.write_docs);
+    return 0;
+  }
   conformance::Options options;
   options.quick = o.quick;
   options.targets = o.targets;
@@ -59,10 +74,7 @@ int Verify(const VerifyOptions& o) {
     if (!o.record_file.empty()) WriteFile(o.record_file, json);
     if (!o.write_docs.empty()) {
       WriteFile(o.write_docs + "/verify-cpu.json", json);
-      const auto records = conformance::LoadRecords(o.write_docs);
-      WriteFile(o.write_docs + "/cpu-dispatch-matrix.md", conformance::CpuDispatchMatrixMarkdown(records));
-      WriteFile(o.write_docs + "/device-backend-matrix.md", conformance::DeviceBackendMatrixMarkdown(records));
-      WriteFile(o.write_docs + "/backend-coverage.md", conformance::BackendCoverageMarkdown(records));
+      WriteMatrices(o.write_docs);
     }
   } else if (o.format == "json") {
     std::cout << conformance::CellsToJson(cells).dump(1) << "\n";
@@ -90,6 +102,8 @@ void AddVerifyCommand(CLI::App& app) {
                   "if present) into this folder");
   cmd->add_option("--record", o->record_file, "Write this run's record (cells and machine) to this JSON file");
   cmd->add_option("--machine", o->machine, "Machine description for the record (default: the CPU model)");
+  cmd->add_flag("--from-records", o->from_records,
+                "With --write-docs: run nothing, regenerate the three matrices from the records there");
   cmd->callback([o] {
     if (Verify(*o) != 0) throw Error(ErrorCode::Internal, "backplane verify", "conformance failures (see above)");
   });
