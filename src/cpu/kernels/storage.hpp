@@ -12,6 +12,7 @@
 
 #include "backplane/convert.hpp"
 #include "backplane/dtype.hpp"
+#include "cpu/reference/common.hpp"
 
 namespace backplane::cpu::simd {
 
@@ -68,15 +69,7 @@ inline void NarrowAll(const std::vector<float>& v, void* dst, bool bf16) {
   for (size_t i = 0; i < v.size(); ++i) h[i] = bf16 ? F32ToBF16(v[i]) : F32ToF16(v[i]);
 }
 
-// double -> float rounding to odd (truncate, set the last bit when inexact): a following
-// round-to-nearest-even to f16/bf16 then equals one correct rounding of the double.
-inline float RoundToOddF32(double value) {
-  const float f = static_cast<float>(value);
-  if (std::isnan(value) || static_cast<double>(f) == value) return f;
-  uint32_t bits = std::bit_cast<uint32_t>(f);
-  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) --bits;  // one step towards zero
-  return std::bit_cast<float>(bits | 1u);
-}
+using ref::RoundToOddF32;  // one rounding of a double into f16/bf16 (cpu/reference/common.hpp)
 
 // dst[i] = src[i] rounded once to f16 or bf16.
 inline void NarrowFromDouble(const double* src, uint16_t* dst, size_t n, bool bf16) {

@@ -29,36 +29,6 @@ namespace {
 
 using Vec = std::vector<double>;
 
-// double -> float rounding to odd, so that a following round-to-nearest-even into f16/bf16 equals
-// one correct rounding of the double (Boldo & Melquiond, IEEE TC 2008).
-float RoundToOddF32(double value) {
-  float f = static_cast<float>(value);
-  if (std::isnan(value) || static_cast<double>(f) == value) return f;
-  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) f = std::nextafter(f, 0.0f);
-  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
-}
-
-// Stores a float64 result with one rounding to nearest even into any floating format.
-void StoreResult(void* data, int64_t i, DType dtype, double value) {
-  switch (dtype) {
-    case DType::Float64:
-      static_cast<double*>(data)[i] = value;
-      return;
-    case DType::Float32:
-      static_cast<float*>(data)[i] = static_cast<float>(value);
-      return;
-    case DType::Float16:
-      static_cast<uint16_t*>(data)[i] = F32ToF16(RoundToOddF32(value));
-      return;
-    case DType::BFloat16:
-      static_cast<uint16_t*>(data)[i] = F32ToBF16(RoundToOddF32(value));
-      return;
-    default:
-      break;
-  }
-  throw Error(ErrorCode::Internal, "reference.StoreResult", "not a floating storage format");
-}
-
 void StoreAll(const Vec& values, void* data, DType dtype) {
   for (size_t i = 0; i < values.size(); ++i) {
     StoreResult(data, static_cast<int64_t>(i), dtype, values[i]);

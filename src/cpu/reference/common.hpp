@@ -2,6 +2,8 @@
 // and the choice of compute precision (f32 for f32/f16/bf16 storage, f64 for f64).
 #pragma once
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -42,6 +44,38 @@ void Store(void* data, int64_t i, DType dtype, T value) {
     default: break;
   }
   throw Error(ErrorCode::Internal, "reference.Store", "not a floating storage format");
+}
+
+// double -> float rounding to odd (truncate toward zero, set the last bit when inexact). A
+// following round-to-nearest-even into f16 or bf16 then equals one correct rounding of the double
+// (Boldo & Melquiond, IEEE TC 2008).
+inline float RoundToOddF32(double value) {
+  const float f = static_cast<float>(value);
+  if (std::isnan(value) || static_cast<double>(f) == value) return f;
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) --bits;  // one step towards zero
+  return std::bit_cast<float>(bits | 1u);
+}
+
+// Writes element i from a double with a single rounding to nearest even, in any floating format.
+inline void StoreResult(void* data, int64_t i, DType dtype, double value) {
+  switch (dtype) {
+    case DType::Float64:
+      static_cast<double*>(data)[i] = value;
+      return;
+    case DType::Float32:
+      static_cast<float*>(data)[i] = static_cast<float>(value);
+      return;
+    case DType::Float16:
+      static_cast<uint16_t*>(data)[i] = F32ToF16(RoundToOddF32(value));
+      return;
+    case DType::BFloat16:
+      static_cast<uint16_t*>(data)[i] = F32ToBF16(RoundToOddF32(value));
+      return;
+    default:
+      break;
+  }
+  throw Error(ErrorCode::Internal, "reference.StoreResult", "not a floating storage format");
 }
 
 // Widens `count` elements to a vector of T.

@@ -26,38 +26,6 @@ int64_t CheckedProduct(std::string_view arg, int64_t a, int64_t b) {
   return product;
 }
 
-// double -> float rounding to odd: truncate toward zero, then set the last bit if the value was
-// inexact. Rounding that float to nearest-even in a format with at most 22 significand bits (f16,
-// bf16) then gives the correctly rounded result of the double: one rounding, not two.
-float RoundToOddF32(double value) {
-  float f = static_cast<float>(value);
-  if (std::isnan(value) || static_cast<double>(f) == value) return f;
-  uint32_t bits = std::bit_cast<uint32_t>(f);
-  if (std::fabs(static_cast<double>(f)) > std::fabs(value)) --bits;  // rounded away from zero
-  return std::bit_cast<float>(bits | 1u);
-}
-
-// Stores a double result in the storage format with a single rounding.
-void StoreRoundedOnce(void* out, int64_t i, DType dtype, double value) {
-  switch (dtype) {
-    case DType::Float64:
-      static_cast<double*>(out)[i] = value;
-      return;
-    case DType::Float32:
-      static_cast<float*>(out)[i] = static_cast<float>(value);
-      return;
-    case DType::Float16:
-      static_cast<uint16_t*>(out)[i] = F32ToF16(RoundToOddF32(value));
-      return;
-    case DType::BFloat16:
-      static_cast<uint16_t*>(out)[i] = F32ToBF16(RoundToOddF32(value));
-      return;
-    default:
-      break;
-  }
-  throw Error(ErrorCode::Internal, kOp, "not a floating storage format");
-}
-
 }  // namespace
 
 // Every output element is a dot product accumulated in f64 in k order and rounded once to the
@@ -89,7 +57,7 @@ void Matmul(void* out, const void* left, const void* right, int64_t rows, int64_
     }
   }
   for (int64_t i = 0; i < out_count; ++i)
-    StoreRoundedOnce(out, i, dtype, c[static_cast<size_t>(i)]);
+    StoreResult(out, i, dtype, c[static_cast<size_t>(i)]);
 }
 
 }  // namespace matmul
