@@ -24,15 +24,6 @@ namespace backplane::cpu::simd::dot_ops {
 
 using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 
-inline double LoadScalar(int kind, const void* p, size_t i) {
-  switch (kind) {
-    case kF32: return static_cast<const float*>(p)[i];
-    case kF64: return static_cast<const double*>(p)[i];
-    case kF16: return F16ToF32(static_cast<const uint16_t*>(p)[i]);
-    default: return BF16ToF32(static_cast<const uint16_t*>(p)[i]);
-  }
-}
-
 }  // namespace backplane::cpu::simd::dot_ops
 #endif  // BACKPLANE_CPU_KERNELS_DOT_SHARED_
 
@@ -83,7 +74,7 @@ double DotT(const void* a, const void* b, size_t n) {
   }
   for (; i + lanes <= n; i += lanes) s0 = step(s0, i);
   double total = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
-  for (; i < n; ++i) total += LoadScalar(kKind, a, i) * LoadScalar(kKind, b, i);
+  for (; i < n; ++i) total += LoadKind(kKind, a, i) * LoadKind(kKind, b, i);
   return total;
 }
 

@@ -32,16 +32,6 @@ namespace backplane::cpu::simd::reduction_ops {
 
 using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
 
-// Element i of a storage of `kind`, widened exactly (f16/bf16 through F16ToF32/BF16ToF32).
-inline double LoadScalar(int kind, const void* p, size_t i) {
-  switch (kind) {
-    case kF32: return static_cast<const float*>(p)[i];
-    case kF64: return static_cast<const double*>(p)[i];
-    case kF16: return F16ToF32(static_cast<const uint16_t*>(p)[i]);
-    default: return BF16ToF32(static_cast<const uint16_t*>(p)[i]);
-  }
-}
-
 // Prod of one chunk and the budget that proves the order cannot matter: up >= the sum of
 // max(log2|x|, 0) and down >= the sum of max(-log2|x|, 0) over the elements, so every partial
 // product of any subset, in any order, lies in [2^-down, 2^up].
@@ -117,7 +107,7 @@ double SumT(const void* p, size_t n) {
   for (; i + lanes <= n; i += lanes) a0 = hn::Add(a0, load(i));
   double total = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
   for (; i < n; ++i) {
-    const double x = LoadScalar(kKind, p, i);
+    const double x = LoadKind(kKind, p, i);
     total += kAbs ? std::fabs(x) : x;
   }
   return total;
@@ -173,7 +163,7 @@ void ProdT(const void* p, size_t n, ProdPart* out) {
     part.down += downs[k];
   }
   for (; i < n; ++i) {
-    const double x = LoadScalar(kKind, p, i);
+    const double x = LoadKind(kKind, p, i);
     AccountScalar(x, part);
     part.product *= x;
   }
@@ -184,7 +174,7 @@ void ProdT(const void* p, size_t n, ProdPart* out) {
 template <bool kMax>
 bool ExtremeScalar(int kind, const void* p, size_t begin, size_t end, double& best, int64_t& nan_index) {
   for (size_t i = begin; i < end; ++i) {
-    const double x = LoadScalar(kind, p, i);
+    const double x = LoadKind(kind, p, i);
     if (std::isnan(x)) {
       nan_index = static_cast<int64_t>(i);
       return false;
@@ -209,7 +199,7 @@ void ExtremeT(const void* p, size_t n, ExtremePart* out) {
   };
   const size_t nv = n / (2 * lanes) * (2 * lanes);
   if (nv == 0) {
-    part.best = LoadScalar(kKind, p, 0);
+    part.best = LoadKind(kKind, p, 0);
     if (std::isnan(part.best)) {
       part.nan_index = 0;
     } else {
@@ -375,12 +365,12 @@ double Extreme(const void* values, int64_t count, DType dtype, double (*fallback
   for (size_t c = 0; c < parts.size(); ++c) {
     const ExtremePart& p = parts[c];
     const int64_t begin = static_cast<int64_t>(c) * kChunk;
-    if (p.nan_index >= 0) return LoadScalar(kind, values, static_cast<size_t>(begin + p.nan_index));
+    if (p.nan_index >= 0) return LoadKind(kind, values, static_cast<size_t>(begin + p.nan_index));
     double x = p.best;
     if (p.mixed_zero) {  // the first zero of the chunk, by index
       const int64_t end = std::min(count, begin + kChunk);
       for (int64_t i = begin; i < end; ++i) {
-        const double v = LoadScalar(kind, values, static_cast<size_t>(i));
+        const double v = LoadKind(kind, values, static_cast<size_t>(i));
         if (v == 0.0) {
           x = v;
           break;

@@ -34,6 +34,16 @@ inline int KindOf(DType dtype) {
 
 // Bytes per element of a kind.
 inline size_t KindBytes(int kind) { return kind == kF64 ? 8 : kind == kF32 ? 4 : 2; }
+
+// Element i of a storage of `kind`, widened exactly to f64.
+inline double LoadKind(int kind, const void* p, size_t i) {
+  switch (kind) {
+    case kF32: return static_cast<const float*>(p)[i];
+    case kF64: return static_cast<const double*>(p)[i];
+    case kF16: return F16ToF32(static_cast<const uint16_t*>(p)[i]);
+    default: return BF16ToF32(static_cast<const uint16_t*>(p)[i]);
+  }
+}
 }  // namespace kinds
 
 // Element i of storage dtype (f64, f32, f16 or bf16), widened exactly to f64.
