@@ -12,6 +12,7 @@ all: build
 
 deps:
 	@scripts/install-deps.sh
+	@scripts/fetch-models.sh
 
 configure: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) > /dev/null
@@ -22,8 +23,11 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# The main job: train the digits classifier from its graph file, then print the inventory summary.
+# The main job: train the digits classifier from its graph file, generate text with SmolLM2-135M
+# (the GGUF fetched by scripts/fetch-models.sh), then print the inventory summary.
 DIGITS := $(BUILD)/examples/digits
+BACKPLANE_CACHE ?= $(HOME)/.cache/backplane
+SMOLLM2 := $(BACKPLANE_CACHE)/models/SmolLM2-135M-Instruct.Q4_1.gguf
 demo: build
 	$(BUILD)/backplane info
 	/usr/bin/python3 examples/digits/prepare.py $(DIGITS)
@@ -33,6 +37,8 @@ demo: build
 	    --eval examples/digits/eval.json \
 	    --eval-data x=$(DIGITS)/test_x.npy --eval-data onehot=$(DIGITS)/test_onehot.npy \
 	    --save-params $(DIGITS)/params.safetensors
+	$(BUILD)/backplane generate --model $(SMOLLM2) --prompt "Once upon a time, there was a little" -n 32
+	$(BUILD)/backplane generate --model $(SMOLLM2) --chat "What is the capital of France?" -n 48
 	$(BUILD)/backplane inventory --format summary
 
 # Regenerates the committed documents from the live catalog and a conformance run on this machine.

@@ -22,6 +22,7 @@ using ReduceFn = BP_RET_Reduce (*)(BP_PARAMS_Reduce);
 using DotFn = BP_RET_Dot (*)(BP_PARAMS_Dot);
 using LayerNormFn = BP_RET_LayerNorm (*)(BP_PARAMS_LayerNorm);
 using RMSNormFn = BP_RET_RMSNorm (*)(BP_PARAMS_RMSNorm);
+using RMSNormEpsFn = BP_RET_RMSNormEps (*)(BP_PARAMS_RMSNormEps);
 
 void CompareExact(double got, double want, const std::string& where, Measure& m) {
   if (std::isnan(got) && std::isnan(want)) return;
@@ -159,19 +160,43 @@ std::vector<std::pair<int64_t, int64_t>> RowShapes(const std::vector<int64_t>& s
   return shapes;
 }
 
-template <bool kLayerNorm>
+enum class NormKind { LayerNorm, RMSNorm, RMSNormEps };
+
+// RMSNormEps runs with eps 1e-5 (the Llama value) except where a case picks another.
+template <NormKind kKind>
 Measure RunNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  constexpr bool kLayerNorm = kKind == NormKind::LayerNorm;
   const QuickThreads threads(c);
   Measure m;
   const Tolerance tol = DefaultTolerance(c.dtype);
+  double eps = 1e-5;
   auto call = [&](ErasedKernel k, const void* in, const void* scale, const void* bias, void* out, int64_t rows,
                   int64_t dim) {
     if constexpr (kLayerNorm) {
       Unerase<LayerNormFn>(k)(in, scale, bias, out, rows, dim, c.dtype);
-    } else {
+    } else if constexpr (kKind == NormKind::RMSNorm) {
       Unerase<RMSNormFn>(k)(in, scale, out, rows, dim, c.dtype);
+    } else {
+      Unerase<RMSNormEpsFn>(k)(in, scale, out, rows, dim, eps, c.dtype);
     }
   };
+  if constexpr (kKind == NormKind::RMSNormEps) {
+    // eps 0, a large eps and invalid ones (same errors from both kernels).
+    const auto& x = Inputs(c, c.dtype, 3 * 65, c.seed + 11, 2.0, false);
+    const auto& scale = Inputs(c, c.dtype, 65, c.seed + 12, 1.5, false);
+    for (const double e : {0.0, 0.25, 1e-12, -1.0, std::nan(""), HUGE_VAL}) {
+      eps = e;
+      const std::string where = fmt::format("[3, 65] eps={}", e);
+      const size_t bytes = DTypeStorageBytes(c.dtype, 3 * 65) + 8;
+      std::vector<uint8_t> want(bytes, kGuard), got(bytes, kGuard);
+      const std::string want_error = ErrorOf([&] { call(ref, x.data(), scale.data(), nullptr, want.data(), 3, 65); });
+      const std::string got_error = ErrorOf([&] { call(fast, x.data(), scale.data(), nullptr, got.data(), 3, 65); });
+      if (SameErrors(got_error, want_error, where, m)) continue;
+      CompareElements(got, want, c.dtype, 3 * 65, tol, where + " y", m);
+      CheckGuard(got, DTypeStorageBytes(c.dtype, 3 * 65), where, m);
+    }
+    eps = 1e-5;
+  }
   for (const auto& shape : RowShapes(c.sizes)) {
     const int64_t rows = shape.first, dim = shape.second;
     const int64_t count = rows * dim;
@@ -268,8 +293,9 @@ Measure RunNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
 void RegisterReductionRunners(RunnerRegistry& r) {
   r["Reduce"] = RunReduce;
   r["Dot"] = RunDot;
-  r["LayerNorm"] = RunNorm<true>;
-  r["RMSNorm"] = RunNorm<false>;
+  r["LayerNorm"] = RunNorm<NormKind::LayerNorm>;
+  r["RMSNorm"] = RunNorm<NormKind::RMSNorm>;
+  r["RMSNormEps"] = RunNorm<NormKind::RMSNormEps>;
 }
 
 }  // namespace backplane::conformance

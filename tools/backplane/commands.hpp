@@ -13,5 +13,6 @@ void AddOpCommand(CLI::App& app);
 void AddTrainCommand(CLI::App& app);
 void AddVerifyCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
+void AddGenerateCommand(CLI::App& app);  // generate, perplexity
 
 }  // namespace backplane::cli

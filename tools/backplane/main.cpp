@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   backplane::cli::AddTrainCommand(app);
   backplane::cli::AddVerifyCommand(app);
   backplane::cli::AddBenchCommand(app);
+  backplane::cli::AddGenerateCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
     std::string message = e.what();
     if (message.empty()) message = "missing subcommand";
     std::cerr << "backplane: error: " << message << "\n"
-              << "usage: backplane {info | inventory | run | op | train | verify | bench} ... (see --help)\n";
+              << "usage: backplane {info | inventory | run | op | train | verify | bench | generate | perplexity} ... (see --help)\n";
     return kUsageError;
   } catch (const backplane::Error& e) {
     std::cerr << "backplane: error: " << e.what() << "\n";

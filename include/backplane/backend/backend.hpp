@@ -35,6 +35,7 @@
 #include "backplane/backend/gradients.hpp"
 #include "backplane/backend/math_ext.hpp"
 #include "backplane/backend/point_process.hpp"
+#include "backplane/backend/block_quant.hpp"
 
 // X(Surface, METHOD_LIST_MACRO) for the seed's 25 surfaces, in the seed's order.
 #define BP_SEED_SURFACES(X) \
@@ -70,7 +71,8 @@
   X(Optimizer, BP_SURFACE_OPTIMIZER) \
   X(Gradients, BP_SURFACE_GRADIENTS) \
   X(MathExt, BP_SURFACE_MATH_EXT) \
-  X(PointProcess, BP_SURFACE_POINT_PROCESS)
+  X(PointProcess, BP_SURFACE_POINT_PROCESS) \
+  X(BlockQuant, BP_SURFACE_BLOCK_QUANT)
 
 #define BP_SURFACES(X) BP_SEED_SURFACES(X) BP_EXTENSION_SURFACES(X)
 
@@ -105,7 +107,8 @@
   BP_SURFACE_OPTIMIZER(X) \
   BP_SURFACE_GRADIENTS(X) \
   BP_SURFACE_MATH_EXT(X) \
-  BP_SURFACE_POINT_PROCESS(X)
+  BP_SURFACE_POINT_PROCESS(X) \
+  BP_SURFACE_BLOCK_QUANT(X)
 
 namespace backplane {
 
@@ -145,6 +148,7 @@ class Backend {
   virtual GradientsSurface& Gradients() = 0;
   virtual MathExtSurface& MathExt() = 0;
   virtual PointProcessSurface& PointProcess() = 0;
+  virtual BlockQuantSurface& BlockQuant() = 0;
 };
 
 }  // namespace backplane

@@ -170,6 +170,12 @@
   const void *in, const void *scale, void *out, int64_t rows, int64_t lastDim, DType dtype
 #define BP_ARGS_RMSNorm in, scale, out, rows, lastDim, dtype
 
+#define BP_RET_RMSNormEps void
+#define BP_PARAMS_RMSNormEps                                                                 \
+  const void *in, const void *scale, void *out, int64_t rows, int64_t lastDim, double eps, \
+      DType dtype
+#define BP_ARGS_RMSNormEps in, scale, out, rows, lastDim, eps, dtype
+
 #define BP_RET_RoPE void
 #define BP_PARAMS_RoPE                                                                     \
   const RoPEConfig &config, const void *in, void *out, int64_t seqLen, int64_t numHeads,   \
@@ -218,6 +224,18 @@
   void *dst, const void *src, int64_t count, const QuantConfig &config, DType dstFormat, \
       DType srcFormat
 #define BP_ARGS_Quant dst, src, count, config, dstFormat, srcFormat
+
+// ---- BlockQuant ---------------------------------------------------------------------------------
+#define BP_RET_BlockDequant void
+#define BP_PARAMS_BlockDequant \
+  void *dst, const void *src, int64_t count, BlockFormat srcFormat, DType dstFormat
+#define BP_ARGS_BlockDequant dst, src, count, srcFormat, dstFormat
+
+#define BP_RET_BlockMatmul void
+#define BP_PARAMS_BlockMatmul                                                           \
+  void *dst, const void *x, const void *weights, int64_t rows, int64_t outFeatures,    \
+      int64_t inFeatures, BlockFormat weightFormat, DType dtype
+#define BP_ARGS_BlockMatmul dst, x, weights, rows, outFeatures, inFeatures, weightFormat, dtype
 
 // ---- PosPop --------------------------------------------------------------------------------------
 #define BP_RET_PosPop8 void

@@ -42,6 +42,7 @@ struct NormParams {
   double bmax;
   size_t n;
   bool rms;
+  double eps;
   bool stream;  // non-temporal stores
 };
 }  // namespace backplane::cpu::simd::layer_norm_ops
@@ -110,7 +111,7 @@ void NormRow(const T* x, T* y, const T* next, const NormParams& p) {
       },
       next != nullptr);
   const double spread = std::sqrt(squares / count);
-  const double factor = 1.0 / std::sqrt(squares / count + (p.rms ? kRMSNormEps : kLayerNormEps));
+  const double factor = 1.0 / std::sqrt(squares / count + p.eps);
 
   bool stream = p.stream;
 #if HWY_TARGET == HWY_SCALAR
@@ -231,12 +232,12 @@ bool Overlap(const void* a, const void* b, size_t bytes) {
 // Runs the fast path, or returns false for anything the reference must handle (it throws the
 // reference's errors and computes partially overlapping in/out in full before writing).
 bool Norm(const void* in, const void* scale, const void* bias, void* out, int64_t rows, int64_t n, DType dtype,
-          bool rms) {
+          bool rms, double eps) {
   const bool floating =
       dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 || dtype == DType::BFloat16;
   int64_t count = 0;
   if (!floating || rows < 0 || n < 0 || __builtin_mul_overflow(rows, n, &count)) return false;
-  if (count == 0 || in == nullptr || out == nullptr) return false;
+  if (count == 0 || in == nullptr || out == nullptr || !(std::isfinite(eps) && eps >= 0.0)) return false;
   const size_t bytes = DTypeStorageBytes(dtype, count);
   if (in != out && Overlap(in, out, bytes)) return false;
   const std::vector<double> s = ColumnF64(scale, n, dtype, 1.0);
@@ -247,7 +248,7 @@ bool Norm(const void* in, const void* scale, const void* bias, void* out, int64_
   for (const double v : b) bmax = std::max(bmax, std::fabs(v));
   const auto un = static_cast<size_t>(n);
   // Outputs too large to stay cached are written around the cache (no read for ownership).
-  const NormParams params{s.data(), b.data(), s32.data(), b32.data(), smax, bmax, un, rms,
+  const NormParams params{s.data(), b.data(), s32.data(), b32.data(), smax, bmax, un, rms, eps,
                           in != out && bytes >= kStreamBytes};
   const int64_t grain = std::max<int64_t>(1, kMinChunkElements / n);
   ParallelFor(rows, grain, [&](int64_t r0, int64_t r1) {
@@ -278,13 +279,19 @@ bool Norm(const void* in, const void* scale, const void* bias, void* out, int64_
 void RegisterLayerNorm(KernelTable& t) {
   t.LayerNorm_LayerNorm = [](const void* in, const void* scale, const void* bias, void* out, int64_t rows,
                              int64_t n, DType dtype) {
-    if (!Norm(in, scale, bias, out, rows, n, dtype, false)) {
+    if (!Norm(in, scale, bias, out, rows, n, dtype, false, layer_norm_ops::kLayerNormEps)) {
       Reference().LayerNorm_LayerNorm(in, scale, bias, out, rows, n, dtype);
     }
   };
   t.LayerNorm_RMSNorm = [](const void* in, const void* scale, void* out, int64_t rows, int64_t n, DType dtype) {
-    if (!Norm(in, scale, nullptr, out, rows, n, dtype, true)) {
+    if (!Norm(in, scale, nullptr, out, rows, n, dtype, true, layer_norm_ops::kRMSNormEps)) {
       Reference().LayerNorm_RMSNorm(in, scale, out, rows, n, dtype);
+    }
+  };
+  t.LayerNorm_RMSNormEps = [](const void* in, const void* scale, void* out, int64_t rows, int64_t n, double eps,
+                              DType dtype) {
+    if (!Norm(in, scale, nullptr, out, rows, n, dtype, true, eps)) {
+      Reference().LayerNorm_RMSNormEps(in, scale, out, rows, n, eps, dtype);
     }
   };
 }

@@ -74,10 +74,13 @@ void LayerNorm(const void* in, const void* scale, const void* bias, void* out, i
   Narrow(y, out, dtype);
 }
 
-// Per row: y_j = x_j * scale[j] / sqrt(mean(x^2) + 1e-6); no mean subtraction, no bias.
-void RMSNorm(const void* in, const void* scale, void* out, int64_t rows, int64_t lastDim,
-             DType dtype) {
-  const int64_t count = Validate("LayerNorm.RMSNorm", in, out, rows, lastDim, dtype);
+// Per row: y_j = x_j * scale[j] / sqrt(mean(x^2) + eps); no mean subtraction, no bias.
+void RMSNormWith(std::string_view op, const void* in, const void* scale, void* out, int64_t rows,
+                 int64_t lastDim, double eps, DType dtype) {
+  const int64_t count = Validate(op, in, out, rows, lastDim, dtype);
+  if (!(std::isfinite(eps) && eps >= 0.0)) {
+    ThrowInvalidArgument(op, "eps", "finite and >= 0", fmt::format("{}", eps));
+  }
   if (count == 0) return;
   const std::vector<double> x = Widen<double>(in, count, dtype);
   const std::vector<double> s = Optional(scale, lastDim, dtype);
@@ -86,7 +89,7 @@ void RMSNorm(const void* in, const void* scale, void* out, int64_t rows, int64_t
     const double* row = x.data() + r * lastDim;
     double squares = 0.0;
     for (int64_t j = 0; j < lastDim; ++j) squares += row[j] * row[j];
-    const double rms = std::sqrt(squares / static_cast<double>(lastDim) + kRMSNormEps);
+    const double rms = std::sqrt(squares / static_cast<double>(lastDim) + eps);
     for (int64_t j = 0; j < lastDim; ++j) {
       double v = row[j] / rms;
       if (!s.empty()) v *= s[static_cast<size_t>(j)];
@@ -96,11 +99,22 @@ void RMSNorm(const void* in, const void* scale, void* out, int64_t rows, int64_t
   Narrow(y, out, dtype);
 }
 
+void RMSNorm(const void* in, const void* scale, void* out, int64_t rows, int64_t lastDim,
+             DType dtype) {
+  RMSNormWith("LayerNorm.RMSNorm", in, scale, out, rows, lastDim, kRMSNormEps, dtype);
+}
+
+void RMSNormEps(const void* in, const void* scale, void* out, int64_t rows, int64_t lastDim,
+                double eps, DType dtype) {
+  RMSNormWith("LayerNorm.RMSNormEps", in, scale, out, rows, lastDim, eps, dtype);
+}
+
 }  // namespace layer_norm
 
 void RegisterLayerNorm(KernelTable& table) {
   table.LayerNorm_LayerNorm = &layer_norm::LayerNorm;
   table.LayerNorm_RMSNorm = &layer_norm::RMSNorm;
+  table.LayerNorm_RMSNormEps = &layer_norm::RMSNormEps;
 }
 
 }  // namespace backplane::cpu::ref

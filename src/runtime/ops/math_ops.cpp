@@ -261,6 +261,7 @@ void ExpectFixedEps(const Attrs& attrs, double fixed) {
 }
 
 // Last-axis norms: x [..., d]; inputs 1.. (gamma, beta) are [d].
+// eps < 0: any finite eps >= 0 (the Backend method takes it); otherwise the fixed value.
 std::vector<TensorType> LastAxisNormInfer(std::span<const TensorType> in, const Attrs& attrs, double eps) {
   ExpectDType(attrs, in, 0, kFloatDTypes);
   ExpectMinRank(attrs, in, 0, 1);
@@ -268,7 +269,11 @@ std::vector<TensorType> LastAxisNormInfer(std::span<const TensorType> in, const 
     ExpectSameDType(attrs, in, {0, i});
     ExpectShape(attrs, in, i, {in[0].shape.back()});
   }
-  ExpectFixedEps(attrs, eps);
+  if (eps >= 0) {
+    ExpectFixedEps(attrs, eps);
+  } else if (const double e = attrs.Float("eps"); !(std::isfinite(e) && e >= 0)) {
+    attrs.Fail("eps", "finite and >= 0", fmt::format("{}", e));
+  }
   return {in[0]};
 }
 
@@ -277,12 +282,19 @@ int64_t Rows(const Tensor& x) {
   return d == 0 ? 0 : x.numel() / d;
 }
 
+// eps 1e-6 runs LayerNorm.RMSNorm (the seed's fixed-eps method), any other eps RMSNormEps.
 OpImpl RMSNorm() {
   return OpImpl{
-      [](std::span<const TensorType> in, const Attrs& attrs) { return LastAxisNormInfer(in, attrs, 1e-6); },
+      [](std::span<const TensorType> in, const Attrs& attrs) { return LastAxisNormInfer(in, attrs, -1); },
       [](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
-        ctx.backend.LayerNorm().RMSNorm(in[0].data(), in[1].data(), out[0].data(), Rows(in[0]),
-                                        in[0].shape().back(), in[0].dtype());
+        const double eps = ctx.attrs.Float("eps");
+        if (eps == 1e-6) {
+          ctx.backend.LayerNorm().RMSNorm(in[0].data(), in[1].data(), out[0].data(), Rows(in[0]),
+                                          in[0].shape().back(), in[0].dtype());
+        } else {
+          ctx.backend.LayerNorm().RMSNormEps(in[0].data(), in[1].data(), out[0].data(), Rows(in[0]),
+                                             in[0].shape().back(), eps, in[0].dtype());
+        }
       }};
 }
 

@@ -5,6 +5,8 @@
 // row matches the Backend method called with `seed`.
 // quant.quantize_int8: float x -> int8 q; quant.dequant_int8 / dequant_int4: int8 / int4 q -> f32 y.
 // All keep the input's shape.
+// quant.block_dequantize: u8 q [..., rowBytes] holding ggml blocks of `format` -> f32 y [..., n].
+// quant.block_matmul: f32 x [..., in], u8 w [out, rowBytes(in)] -> f32 y [..., out] = x W^T.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -118,6 +120,69 @@ OpImpl Dequantize(DType source, void (DequantSurface::*method)(BP_PARAMS_Dequant
       }};
 }
 
+BlockFormat FormatAttr(const Attrs& attrs) {
+  const std::string& name = attrs.String("format");
+  const auto format = BlockFormatFromName(name);
+  if (!format) attrs.Fail("format", "a ggml block format (f32, f16, bf16, q4_0 .. q8_1, q2_k .. q8_k)", name);
+  return *format;
+}
+
+// Values per row of `rowBytes` bytes of `format`, or a failure naming the attribute.
+int64_t RowValues(const Attrs& attrs, BlockFormat format, int64_t rowBytes) {
+  const BlockLayout layout = LayoutOf(format);
+  if (rowBytes % layout.bytes != 0) {
+    Fail(attrs, ErrorCode::ShapeMismatch,
+         fmt::format("the last dimension of q ({} bytes) must be a whole number of {}-byte {} blocks", rowBytes,
+                     layout.bytes, BlockFormatName(format)));
+  }
+  return rowBytes / layout.bytes * layout.elements;
+}
+
+OpImpl BlockDequantize() {
+  return OpImpl{
+      [](std::span<const TensorType> in, const Attrs& attrs) {
+        ExpectDType(attrs, in, 0, DTypeSet{DType::Uint8});
+        if (in[0].shape.empty()) Fail(attrs, ErrorCode::ShapeMismatch, "q must have rank >= 1 (rows of blocks)");
+        Shape shape = in[0].shape;
+        shape.back() = RowValues(attrs, FormatAttr(attrs), shape.back());
+        return Types{{DType::Float32, shape}};
+      },
+      [](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
+        ctx.backend.BlockQuant().Dequantize(out[0].data(), in[0].data(), out[0].numel(), FormatAttr(ctx.attrs),
+                                            DType::Float32);
+      }};
+}
+
+OpImpl BlockMatmul() {
+  return OpImpl{
+      [](std::span<const TensorType> in, const Attrs& attrs) {
+        ExpectDType(attrs, in, 0, DTypeSet{DType::Float32});
+        ExpectDType(attrs, in, 1, DTypeSet{DType::Uint8});
+        const Shape& x = in[0].shape;
+        const Shape& w = in[1].shape;
+        if (x.empty() || w.size() != 2) {
+          Fail(attrs, ErrorCode::ShapeMismatch,
+               fmt::format("x must be [..., in] and w [out, rowBytes], got {} and {}", ShapeToString(x),
+                           ShapeToString(w)));
+        }
+        const BlockFormat format = FormatAttr(attrs);
+        if (RowValues(attrs, format, w[1]) != x.back()) {
+          Fail(attrs, ErrorCode::ShapeMismatch,
+               fmt::format("w rows hold {} {} values, x's last dimension is {}", RowValues(attrs, format, w[1]),
+                           BlockFormatName(format), x.back()));
+        }
+        Shape shape = x;
+        shape.back() = w[0];
+        return Types{{DType::Float32, shape}};
+      },
+      [](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
+        const int64_t inFeatures = in[0].shape().back();
+        const int64_t rows = inFeatures == 0 ? 0 : in[0].numel() / inFeatures;
+        ctx.backend.BlockQuant().MatmulT(out[0].data(), in[0].data(), in[1].data(), rows, in[1].shape()[0],
+                                         inFeatures, FormatAttr(ctx.attrs), DType::Float32);
+      }};
+}
+
 }  // namespace
 
 void RegisterSamplingQuantOps(OpRegistry& r) {
@@ -128,6 +193,8 @@ void RegisterSamplingQuantOps(OpRegistry& r) {
   r.Add("quant.quantize_int8", QuantizeInt8());
   r.Add("quant.dequant_int8", Dequantize(DType::Int8, &DequantSurface::Dequant, INT8_MIN, INT8_MAX));
   r.Add("quant.dequant_int4", Dequantize(DType::Int4, &DequantSurface::Dequant4, -8, 7));
+  r.Add("quant.block_dequantize", BlockDequantize());
+  r.Add("quant.block_matmul", BlockMatmul());
 }
 
 }  // namespace backplane::runtime::ops
