@@ -88,7 +88,9 @@ void AngleTable(double position, const RoPEParams& rp, double* c, double* s) {
     const auto vpos = hn::Set(d, position);
     for (; p + lanes <= half; p += lanes) {
       const auto theta = hn::Mul(vpos, hn::LoadU(d, rp.invf + p));
-      hn::StoreU(hn::Cos(d, theta), d, c + p);
+      // Highway's f64 Cos(0) is 1 - 2^-53; angle 0 (position 0) must rotate by exactly nothing.
+      const auto zero = hn::Eq(theta, hn::Zero(d));
+      hn::StoreU(hn::IfThenElse(zero, hn::Set(d, 1.0), hn::Cos(d, theta)), d, c + p);
       hn::StoreU(hn::Sin(d, theta), d, s + p);
     }
   }
