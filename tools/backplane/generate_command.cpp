@@ -162,13 +162,15 @@ void RunPerplexity(PerplexityCliOptions o) {
   if (!in) ThrowInvalidArgument("backplane perplexity", "--file", "a readable text file", o.file);
   std::stringstream text;
   text << in.rdbuf();
+  std::string body = text.str();
+  if (!body.empty() && body.back() == '\n') body.pop_back();  // llama.cpp's -f drops one final newline
   o.model.ctx = o.chunk;  // each chunk starts from an empty cache
   Loaded l = Load(o.model);
   llm::PerplexityOptions options;
   options.context = o.chunk;
   options.max_chunks = o.max_chunks;
   const llm::PerplexityResult r =
-      llm::Perplexity(*l.model, *l.tokenizer, text.str(), options, [](int64_t chunk, double ppl) {
+      llm::Perplexity(*l.model, *l.tokenizer, body, options, [](int64_t chunk, double ppl) {
         std::fprintf(stderr, "[%lld]%.4f ", static_cast<long long>(chunk + 1), ppl);
         std::fflush(stderr);
       });
