@@ -24,5 +24,7 @@ inline std::shared_ptr<std::vector<float>> Random(int64_t n, uint64_t seed, floa
 void AddTrainingWorkloads(std::vector<Workload>& w);
 // VSA, active inference, predictive coding, MathExt, Hawkes, point process, stencils.
 void AddResearchWorkloads(std::vector<Workload>& w);
+// BlockQuant.MatmulT on the shapes and formats of a small LLM (workloads_llm.cpp).
+void AddLlmWorkloads(std::vector<Workload>& w);
 
 }  // namespace backplane::bench

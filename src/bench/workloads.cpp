@@ -265,6 +265,7 @@ std::vector<Workload> Workloads() {
                }});
   AddTrainingWorkloads(w);
   AddResearchWorkloads(w);
+  AddLlmWorkloads(w);
   return w;
 }
 

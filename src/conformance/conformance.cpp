@@ -30,6 +30,7 @@ const RunnerRegistry& Runners() {
     RegisterLossRunners(r);
     RegisterTrainingRunners(r);
     RegisterResearchRunners(r);
+    RegisterBlockQuantRunners(r);
     return r;
   }();
   return registry;

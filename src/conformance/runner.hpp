@@ -174,5 +174,6 @@ void RegisterNormRunners(RunnerRegistry& registry);         // Group/Instance/Ba
 void RegisterLossRunners(RunnerRegistry& registry);         // losses, gradients, sampling, dropout
 void RegisterTrainingRunners(RunnerRegistry& registry);     // optimizers, embedding, shape
 void RegisterResearchRunners(RunnerRegistry& registry);     // VSA, active inference, PC, Outer
+void RegisterBlockQuantRunners(RunnerRegistry& registry);   // BlockDequant, BlockMatmul
 
 }  // namespace backplane::conformance
