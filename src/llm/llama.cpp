@@ -232,7 +232,7 @@ struct LlamaModel::Impl {
   }
 
   void Norm(float* y, const float* in, int64_t n, const Weight& w) {
-    backend.LayerNorm().RMSNormEps(in, NormWeight(w), y, n, config.hidden, config.rms_eps, DType::Float32);
+    backend.MathExt().RMSNormEps(in, NormWeight(w), y, n, config.hidden, config.rms_eps, DType::Float32);
   }
 
   void Embed(std::span<const int32_t> tokens) {

@@ -199,7 +199,7 @@ TEST(MathOps, ShapeRuleErrorsNameTheNode) {
       {"math.inv_sqrt_dim_scale", {f32({})}, {}, ErrorCode::InvalidArgument, "'dim'"},
       {"math.dropout", {f32({2})}, {{"p", 1.5}}, ErrorCode::InvalidArgument, "'p'"},
       {"math.rmsnorm", {f32({2, 4}), f32({3})}, {}, ErrorCode::ShapeMismatch, "shape [4]"},
-      {"math.rmsnorm", {f32({2, 4}), f32({4})}, {{"eps", 1e-5}}, ErrorCode::InvalidArgument, "'eps'"},
+      {"math.rmsnorm", {f32({2, 4}), f32({4})}, {{"eps", -1e-5}}, ErrorCode::InvalidArgument, "'eps'"},  // any eps >= 0 runs
       {"math.layernorm", {f32({2, 4}), f32({4}), In{"f16", {4}}}, {}, ErrorCode::UnsupportedDType, "f16"},
       {"math.groupnorm",
        {f32({2, 6, 3}), f32({6}), f32({6})},

@@ -11,8 +11,7 @@ namespace backplane {
 // X(Surface, Method, Family, accepted DTypes)
 #define BP_SURFACE_LAYER_NORM(X) \
   X(LayerNorm, LayerNorm, LayerNorm, kFloatDTypes) \
-  X(LayerNorm, RMSNorm, RMSNorm, kFloatDTypes) \
-  X(LayerNorm, RMSNormEps, RMSNormEps, kFloatDTypes)
+  X(LayerNorm, RMSNorm, RMSNorm, kFloatDTypes)
 
 class LayerNormSurface {
  public:

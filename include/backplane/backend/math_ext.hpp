@@ -15,7 +15,8 @@ namespace backplane {
   X(MathExt, Sign, Unary, kFloatDTypes)                          \
   X(MathExt, Outer, Outer, kFloatDTypes)                         \
   X(MathExt, LogSumExp, RowReduce, kFloatDTypes)                 \
-  X(MathExt, InvSqrtDimScale, InvSqrtDimScale, kFloatDTypes)
+  X(MathExt, InvSqrtDimScale, InvSqrtDimScale, kFloatDTypes)   \
+  X(MathExt, RMSNormEps, RMSNormEps, kFloatDTypes)
 
 class MathExtSurface {
  public:

@@ -288,10 +288,10 @@ void RegisterLayerNorm(KernelTable& t) {
       Reference().LayerNorm_RMSNorm(in, scale, out, rows, n, dtype);
     }
   };
-  t.LayerNorm_RMSNormEps = [](const void* in, const void* scale, void* out, int64_t rows, int64_t n, double eps,
+  t.MathExt_RMSNormEps = [](const void* in, const void* scale, void* out, int64_t rows, int64_t n, double eps,
                               DType dtype) {
     if (!Norm(in, scale, nullptr, out, rows, n, dtype, true, eps)) {
-      Reference().LayerNorm_RMSNormEps(in, scale, out, rows, n, eps, dtype);
+      Reference().MathExt_RMSNormEps(in, scale, out, rows, n, eps, dtype);
     }
   };
 }

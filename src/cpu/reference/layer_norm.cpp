@@ -106,7 +106,7 @@ void RMSNorm(const void* in, const void* scale, void* out, int64_t rows, int64_t
 
 void RMSNormEps(const void* in, const void* scale, void* out, int64_t rows, int64_t lastDim,
                 double eps, DType dtype) {
-  RMSNormWith("LayerNorm.RMSNormEps", in, scale, out, rows, lastDim, eps, dtype);
+  RMSNormWith("MathExt.RMSNormEps", in, scale, out, rows, lastDim, eps, dtype);
 }
 
 }  // namespace layer_norm
@@ -114,7 +114,7 @@ void RMSNormEps(const void* in, const void* scale, void* out, int64_t rows, int6
 void RegisterLayerNorm(KernelTable& table) {
   table.LayerNorm_LayerNorm = &layer_norm::LayerNorm;
   table.LayerNorm_RMSNorm = &layer_norm::RMSNorm;
-  table.LayerNorm_RMSNormEps = &layer_norm::RMSNormEps;
+  table.MathExt_RMSNormEps = &layer_norm::RMSNormEps;
 }
 
 }  // namespace backplane::cpu::ref

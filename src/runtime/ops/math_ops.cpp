@@ -292,7 +292,7 @@ OpImpl RMSNorm() {
           ctx.backend.LayerNorm().RMSNorm(in[0].data(), in[1].data(), out[0].data(), Rows(in[0]),
                                           in[0].shape().back(), in[0].dtype());
         } else {
-          ctx.backend.LayerNorm().RMSNormEps(in[0].data(), in[1].data(), out[0].data(), Rows(in[0]),
+          ctx.backend.MathExt().RMSNormEps(in[0].data(), in[1].data(), out[0].data(), Rows(in[0]),
                                              in[0].shape().back(), eps, in[0].dtype());
         }
       }};
