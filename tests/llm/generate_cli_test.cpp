@@ -1,36 +1,17 @@
-// `backplane generate` and `backplane perplexity` end to end on the packaged SmolLM2.
+// `backplane generate` end to end on the packaged SmolLM2 (the perplexity metric: perplexity_test.cpp).
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
 
+#include "support/cli.hpp"
 #include "support/golden.hpp"
 #include "support/models.hpp"
 
 namespace backplane::test {
 namespace {
-
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
-
-CommandResult RunCli(const std::string& args) {
-  const std::string command = std::string(BACKPLANE_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
 
 TEST(GenerateCli, ExactPathGivesTheReferenceGreedyTokens) {
   ASSERT_TRUE(ModelPresent(SmolLM2Path())) << FetchHint(SmolLM2Path());
