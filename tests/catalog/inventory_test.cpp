@@ -8,26 +8,13 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include "support/cli.hpp"
 
 namespace backplane::catalog {
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-CommandResult RunCli(const std::string& args) {
-  const std::string command = std::string(BACKPLANE_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using test::CommandResult;
+using test::RunCli;
 
 TEST(Inventory, JsonHasTheStableKeys) {
   const nlohmann::json j = InventoryJson(BuiltDevices());

@@ -11,25 +11,13 @@
 
 #include "backplane/catalog/catalog.hpp"
 #include "backplane/io.hpp"
+#include "support/cli.hpp"
 
 namespace backplane {
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string output;
-};
-
-CommandResult Cli(const std::string& args) {
-  const std::string command = std::string(BACKPLANE_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using test::CommandResult;
+const auto Cli = &test::RunCli;
 
 class CliTest : public ::testing::Test {
  protected:
