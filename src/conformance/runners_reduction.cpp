@@ -23,6 +23,7 @@ using DotFn = BP_RET_Dot (*)(BP_PARAMS_Dot);
 using LayerNormFn = BP_RET_LayerNorm (*)(BP_PARAMS_LayerNorm);
 using RMSNormFn = BP_RET_RMSNorm (*)(BP_PARAMS_RMSNorm);
 using RMSNormEpsFn = BP_RET_RMSNormEps (*)(BP_PARAMS_RMSNormEps);
+using LayerNormEpsFn = BP_RET_LayerNormEps (*)(BP_PARAMS_LayerNormEps);
 
 void CompareExact(double got, double want, const std::string& where, Measure& m) {
   if (std::isnan(got) && std::isnan(want)) return;
@@ -160,27 +161,30 @@ std::vector<std::pair<int64_t, int64_t>> RowShapes(const std::vector<int64_t>& s
   return shapes;
 }
 
-enum class NormKind { LayerNorm, RMSNorm, RMSNormEps };
+enum class NormKind { LayerNorm, RMSNorm, RMSNormEps, LayerNormEps };
 
-// RMSNormEps runs with eps 1e-5 (the Llama value) except where a case picks another.
+// The eps variants run with eps 1e-5 except where a case picks another.
 template <NormKind kKind>
 Measure RunNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
-  constexpr bool kLayerNorm = kKind == NormKind::LayerNorm;
+  constexpr bool kLayerNorm = kKind == NormKind::LayerNorm || kKind == NormKind::LayerNormEps;
+  constexpr bool kEps = kKind == NormKind::RMSNormEps || kKind == NormKind::LayerNormEps;
   const QuickThreads threads(c);
   Measure m;
   const Tolerance tol = DefaultTolerance(c.dtype);
   double eps = 1e-5;
   auto call = [&](ErasedKernel k, const void* in, const void* scale, const void* bias, void* out, int64_t rows,
                   int64_t dim) {
-    if constexpr (kLayerNorm) {
+    if constexpr (kKind == NormKind::LayerNorm) {
       Unerase<LayerNormFn>(k)(in, scale, bias, out, rows, dim, c.dtype);
+    } else if constexpr (kKind == NormKind::LayerNormEps) {
+      Unerase<LayerNormEpsFn>(k)(in, scale, bias, out, rows, dim, eps, c.dtype);
     } else if constexpr (kKind == NormKind::RMSNorm) {
       Unerase<RMSNormFn>(k)(in, scale, out, rows, dim, c.dtype);
     } else {
       Unerase<RMSNormEpsFn>(k)(in, scale, out, rows, dim, eps, c.dtype);
     }
   };
-  if constexpr (kKind == NormKind::RMSNormEps) {
+  if constexpr (kEps) {
     // eps 0, a large eps and invalid ones (same errors from both kernels).
     const auto& x = Inputs(c, c.dtype, 3 * 65, c.seed + 11, 2.0, false);
     const auto& scale = Inputs(c, c.dtype, 65, c.seed + 12, 1.5, false);
@@ -296,6 +300,7 @@ void RegisterReductionRunners(RunnerRegistry& r) {
   r["LayerNorm"] = RunNorm<NormKind::LayerNorm>;
   r["RMSNorm"] = RunNorm<NormKind::RMSNorm>;
   r["RMSNormEps"] = RunNorm<NormKind::RMSNormEps>;
+  r["LayerNormEps"] = RunNorm<NormKind::LayerNormEps>;
 }
 
 }  // namespace backplane::conformance

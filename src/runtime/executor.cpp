@@ -20,14 +20,19 @@ std::string GraphWhere(const ir::Graph& g) {
   return fmt::format("graph{}", g.name.empty() ? "" : " '" + g.name + "'");
 }
 
-Tensor InitParam(const ir::Graph& g, const ir::ParamSpec& p) {
+// Tensors of the .safetensors files parameters read, by path: each file is read once.
+using FileCache = std::map<std::string, std::map<std::string, Tensor>>;
+
+Tensor InitParam(const ir::Graph& g, const ir::ParamSpec& p, FileCache& files) {
   Tensor t(p.dtype, p.shape);
   const ir::ParamInit& init = p.init;
   const int64_t n = t.numel();
   if (init.kind == "zeros") return t;
   if (init.kind == "file") {
     const std::filesystem::path path = std::filesystem::path(g.base_dir) / init.file;
-    const auto tensors = io::ReadSafetensors(path.string());
+    auto cached = files.find(path.string());
+    if (cached == files.end()) cached = files.emplace(path.string(), io::ReadSafetensors(path.string())).first;
+    const auto& tensors = cached->second;
     const auto it = tensors.find(init.tensor);
     if (it == tensors.end()) {
       throw Error(ErrorCode::InvalidArgument, GraphWhere(g),
@@ -88,8 +93,9 @@ Executor::Executor(ir::Graph graph, Backend& backend, ExecutorOptions options)
   // Structural verification up front (names, arity, cycles, shape rules with placeholders).
   verified_ = VerifyGraph(graph_);
   node_state_.resize(graph_.nodes.size());
+  FileCache files;
   for (const ir::ParamSpec& p : graph_.params) {
-    params_.tensors[p.name] = InitParam(graph_, p);
+    params_.tensors[p.name] = InitParam(graph_, p, files);
     params_.trainable[p.name] = p.trainable;
     params_.frozen[p.name] = false;
     if (options_.check_finite_params) CheckFinite(GraphWhere(graph_), p.name, params_.tensors[p.name]);

@@ -32,6 +32,13 @@ const std::vector<FusionRule>& Rules() {
   return rules;
 }
 
+// A float attribute as written (JSON may give an integer).
+double AttrAsDouble(const AttrValue& v) {
+  if (const double* d = std::get_if<double>(&v)) return *d;
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  return -1.0;
+}
+
 bool HasEffect(const catalog::OpInfo& op) {
   return op.domain == "optimizer" || op.domain == "bench" || op.domain == "model";
 }
@@ -143,6 +150,11 @@ PassReport FuseOps(Graph& g) {
           const Node& ln = last;
           if (types.types.at(first.inputs[0]).shape != types.types.at(first.inputs[1]).shape) continue;
           if (ln.inputs.size() < 3) continue;
+          // The fused kernel is the seed's fixed-eps LayerNorm.
+          if (const auto eps = ln.attrs.find("eps");
+              eps != ln.attrs.end() && AttrAsDouble(eps->second) != 1e-5) {
+            continue;
+          }
           fused.inputs = {first.inputs[0], first.inputs[1], ln.inputs[1], ln.inputs[2]};
         } else if (rule.pattern == "dequant4_matmul") {
           const Node& mm = last;

@@ -15,6 +15,7 @@ inline std::string CacheDir() {
 }
 
 inline std::string SmolLM2Path() { return CacheDir() + "/models/SmolLM2-135M-Instruct.Q4_1.gguf"; }
+inline std::string MiniLMDir() { return CacheDir() + "/models/all-MiniLM-L6-v2"; }
 
 // Use as ASSERT_TRUE(ModelPresent(path)) << ...; the message says how to fetch it.
 inline bool ModelPresent(const std::string& path) { return std::filesystem::exists(path); }

@@ -14,5 +14,6 @@ void AddTrainCommand(CLI::App& app);
 void AddVerifyCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddGenerateCommand(CLI::App& app);  // generate, perplexity
+void AddEmbedCommand(CLI::App& app);
 
 }  // namespace backplane::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   backplane::cli::AddVerifyCommand(app);
   backplane::cli::AddBenchCommand(app);
   backplane::cli::AddGenerateCommand(app);
+  backplane::cli::AddEmbedCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

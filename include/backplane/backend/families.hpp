@@ -176,6 +176,12 @@
       DType dtype
 #define BP_ARGS_RMSNormEps in, scale, out, rows, lastDim, eps, dtype
 
+#define BP_RET_LayerNormEps void
+#define BP_PARAMS_LayerNormEps                                                          \
+  const void *in, const void *scale, const void *bias, void *out, int64_t rows,         \
+      int64_t lastDim, double eps, DType dtype
+#define BP_ARGS_LayerNormEps in, scale, bias, out, rows, lastDim, eps, dtype
+
 #define BP_RET_RoPE void
 #define BP_PARAMS_RoPE                                                                     \
   const RoPEConfig &config, const void *in, void *out, int64_t seqLen, int64_t numHeads,   \

@@ -16,7 +16,8 @@ namespace backplane {
   X(MathExt, Outer, Outer, kFloatDTypes)                         \
   X(MathExt, LogSumExp, RowReduce, kFloatDTypes)                 \
   X(MathExt, InvSqrtDimScale, InvSqrtDimScale, kFloatDTypes)   \
-  X(MathExt, RMSNormEps, RMSNormEps, kFloatDTypes)
+  X(MathExt, RMSNormEps, RMSNormEps, kFloatDTypes)               \
+  X(MathExt, LayerNormEps, LayerNormEps, kFloatDTypes)
 
 class MathExtSurface {
  public:

@@ -288,6 +288,12 @@ void RegisterLayerNorm(KernelTable& t) {
       Reference().LayerNorm_RMSNorm(in, scale, out, rows, n, dtype);
     }
   };
+  t.MathExt_LayerNormEps = [](const void* in, const void* scale, const void* bias, void* out, int64_t rows,
+                              int64_t n, double eps, DType dtype) {
+    if (!Norm(in, scale, bias, out, rows, n, dtype, false, eps)) {
+      Reference().MathExt_LayerNormEps(in, scale, bias, out, rows, n, eps, dtype);
+    }
+  };
   t.MathExt_RMSNormEps = [](const void* in, const void* scale, void* out, int64_t rows, int64_t n, double eps,
                               DType dtype) {
     if (!Norm(in, scale, nullptr, out, rows, n, dtype, true, eps)) {

@@ -45,11 +45,14 @@ std::vector<double> Optional(const void* values, int64_t lastDim, DType dtype) {
 
 }  // namespace
 
-// Per row: mu = mean(x), var = mean((x - mu)^2), y_j = (x_j - mu) / sqrt(var + 1e-5) * scale[j]
+// Per row: mu = mean(x), var = mean((x - mu)^2), y_j = (x_j - mu) / sqrt(var + eps) * scale[j]
 // + bias[j]; the scale and bias steps are skipped when the pointer is null.
-void LayerNorm(const void* in, const void* scale, const void* bias, void* out, int64_t rows,
-               int64_t lastDim, DType dtype) {
-  const int64_t count = Validate("LayerNorm.LayerNorm", in, out, rows, lastDim, dtype);
+void LayerNormWith(std::string_view op, const void* in, const void* scale, const void* bias, void* out,
+                   int64_t rows, int64_t lastDim, double eps, DType dtype) {
+  const int64_t count = Validate(op, in, out, rows, lastDim, dtype);
+  if (!(std::isfinite(eps) && eps >= 0.0)) {
+    ThrowInvalidArgument(op, "eps", "finite and >= 0", fmt::format("{}", eps));
+  }
   if (count == 0) return;
   const std::vector<double> x = Widen<double>(in, count, dtype);
   const std::vector<double> s = Optional(scale, lastDim, dtype);
@@ -63,7 +66,7 @@ void LayerNorm(const void* in, const void* scale, const void* bias, void* out, i
     const double mean = sum / n;
     double squares = 0.0;
     for (int64_t j = 0; j < lastDim; ++j) squares += (row[j] - mean) * (row[j] - mean);
-    const double rstd = 1.0 / std::sqrt(squares / n + kLayerNormEps);
+    const double rstd = 1.0 / std::sqrt(squares / n + eps);
     for (int64_t j = 0; j < lastDim; ++j) {
       double v = (row[j] - mean) * rstd;
       if (!s.empty()) v *= s[static_cast<size_t>(j)];
@@ -72,6 +75,16 @@ void LayerNorm(const void* in, const void* scale, const void* bias, void* out, i
     }
   }
   Narrow(y, out, dtype);
+}
+
+void LayerNorm(const void* in, const void* scale, const void* bias, void* out, int64_t rows,
+               int64_t lastDim, DType dtype) {
+  LayerNormWith("LayerNorm.LayerNorm", in, scale, bias, out, rows, lastDim, kLayerNormEps, dtype);
+}
+
+void LayerNormEps(const void* in, const void* scale, const void* bias, void* out, int64_t rows,
+                  int64_t lastDim, double eps, DType dtype) {
+  LayerNormWith("MathExt.LayerNormEps", in, scale, bias, out, rows, lastDim, eps, dtype);
 }
 
 // Per row: y_j = x_j * scale[j] / sqrt(mean(x^2) + eps); no mean subtraction, no bias.
@@ -115,6 +128,7 @@ void RegisterLayerNorm(KernelTable& table) {
   table.LayerNorm_LayerNorm = &layer_norm::LayerNorm;
   table.LayerNorm_RMSNorm = &layer_norm::RMSNorm;
   table.MathExt_RMSNormEps = &layer_norm::RMSNormEps;
+  table.MathExt_LayerNormEps = &layer_norm::LayerNormEps;
 }
 
 }  // namespace backplane::cpu::ref

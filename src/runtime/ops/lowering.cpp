@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "backplane/error.hpp"
@@ -91,6 +93,19 @@ int64_t Product(const Shape& shape, size_t begin, size_t end) {
   return p;
 }
 
+// Writes `count` copies of the element of `bytes` bytes at `value` to dst.
+static void FillRun(char* dst, const char* value, size_t bytes, int64_t count) {
+  auto fill = [&](auto word) {
+    std::memcpy(&word, value, sizeof(word));
+    std::fill_n(reinterpret_cast<decltype(word)*>(dst), count, word);
+  };
+  if (bytes == 4) return fill(uint32_t{});
+  if (bytes == 8) return fill(uint64_t{});
+  if (bytes == 2) return fill(uint16_t{});
+  if (bytes == 1) return fill(uint8_t{});
+  for (int64_t j = 0; j < count; ++j) std::memcpy(dst + static_cast<size_t>(j) * bytes, value, bytes);
+}
+
 Tensor Expand(const Tensor& t, const Shape& shape) {
   if (t.shape() == shape) return t;
   Tensor out(t.dtype(), shape);
@@ -106,17 +121,44 @@ Tensor Expand(const Tensor& t, const Shape& shape) {
   }
   const int bits = DTypeBits(t.dtype());
   const int64_t n = out.numel();
-  std::vector<int64_t> index(rank, 0);
-  int64_t src = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    if (bits >= 8) {
-      const size_t bytes = static_cast<size_t>(bits / 8);
-      std::memcpy(static_cast<char*>(out.data()) + static_cast<size_t>(k) * bytes,
-                  static_cast<const char*>(t.data()) + static_cast<size_t>(src) * bytes, bytes);
-    } else {
+  if (n == 0) return out;
+  if (bits < 8) {
+    std::vector<int64_t> index(rank, 0);
+    int64_t src = 0;
+    for (int64_t k = 0; k < n; ++k) {
       out.SetDouble(k, t.GetDouble(src));
+      for (size_t d = rank; d-- > 0;) {
+        ++index[d];
+        src += strides[d];
+        if (index[d] < shape[d]) break;
+        src -= strides[d] * shape[d];
+        index[d] = 0;
+      }
     }
-    for (size_t d = rank; d-- > 0;) {
+    return out;
+  }
+  // The innermost axes form one run: contiguous in the source (copied) or all broadcast (one
+  // element repeated). The outer axes are walked with an index.
+  size_t inner = rank;
+  int64_t run = 1;
+  const bool fill = rank > 0 && strides[rank - 1] == 0;
+  while (inner > 0 && (fill ? strides[inner - 1] == 0 : strides[inner - 1] == run)) {
+    run *= shape[inner - 1];
+    --inner;
+  }
+  const size_t bytes = static_cast<size_t>(bits / 8);
+  const auto* from = static_cast<const char*>(t.data());
+  auto* to = static_cast<char*>(out.data());
+  std::vector<int64_t> index(inner, 0);
+  int64_t src = 0;
+  for (int64_t k = 0; k < n; k += run) {
+    char* dst = to + static_cast<size_t>(k) * bytes;
+    if (fill) {
+      FillRun(dst, from + static_cast<size_t>(src) * bytes, bytes, run);
+    } else {
+      std::memcpy(dst, from + static_cast<size_t>(src) * bytes, static_cast<size_t>(run) * bytes);
+    }
+    for (size_t d = inner; d-- > 0;) {
       ++index[d];
       src += strides[d];
       if (index[d] < shape[d]) break;

@@ -298,12 +298,19 @@ OpImpl RMSNorm() {
       }};
 }
 
+// eps 1e-5 runs LayerNorm.LayerNorm (the seed's fixed-eps method), any other eps LayerNormEps.
 OpImpl LayerNorm() {
   return OpImpl{
-      [](std::span<const TensorType> in, const Attrs& attrs) { return LastAxisNormInfer(in, attrs, 1e-5); },
+      [](std::span<const TensorType> in, const Attrs& attrs) { return LastAxisNormInfer(in, attrs, -1); },
       [](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
-        ctx.backend.LayerNorm().LayerNorm(in[0].data(), in[1].data(), in[2].data(), out[0].data(),
-                                          Rows(in[0]), in[0].shape().back(), in[0].dtype());
+        const double eps = ctx.attrs.Float("eps");
+        if (eps == 1e-5) {
+          ctx.backend.LayerNorm().LayerNorm(in[0].data(), in[1].data(), in[2].data(), out[0].data(),
+                                            Rows(in[0]), in[0].shape().back(), in[0].dtype());
+        } else {
+          ctx.backend.MathExt().LayerNormEps(in[0].data(), in[1].data(), in[2].data(), out[0].data(),
+                                             Rows(in[0]), in[0].shape().back(), eps, in[0].dtype());
+        }
       }};
 }
 
