@@ -24,10 +24,12 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The main job: train the digits classifier from its graph file, generate text with SmolLM2-135M
-# (the GGUF fetched by scripts/fetch-models.sh), then print the inventory summary.
+# (the GGUF fetched by scripts/fetch-models.sh), embed three sentences with all-MiniLM-L6-v2, then
+# print the inventory summary.
 DIGITS := $(BUILD)/examples/digits
 BACKPLANE_CACHE ?= $(HOME)/.cache/backplane
 SMOLLM2 := $(BACKPLANE_CACHE)/models/SmolLM2-135M-Instruct.Q4_1.gguf
+MINILM := $(BACKPLANE_CACHE)/models/all-MiniLM-L6-v2
 demo: build
 	$(BUILD)/backplane info
 	/usr/bin/python3 examples/digits/prepare.py $(DIGITS)
@@ -39,6 +41,8 @@ demo: build
 	    --save-params $(DIGITS)/params.safetensors
 	$(BUILD)/backplane generate --model $(SMOLLM2) --prompt "Once upon a time, there was a little" -n 32
 	$(BUILD)/backplane generate --model $(SMOLLM2) --chat "What is the capital of France?" -n 48
+	$(BUILD)/backplane embed --model $(MINILM) -q --similarity --output $(BUILD)/embeddings.npy \
+	    --text "A man is eating food." --text "A man is eating a piece of bread." --text "The girl is carrying a baby."
 	$(BUILD)/backplane inventory --format summary
 
 # Regenerates the committed documents from the live catalog and a conformance run on this machine.

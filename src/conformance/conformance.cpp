@@ -31,6 +31,8 @@ const RunnerRegistry& Runners() {
     RegisterTrainingRunners(r);
     RegisterResearchRunners(r);
     RegisterBlockQuantRunners(r);
+    RegisterTensorElementwiseRunners(r);
+    RegisterTensorAxisRunners(r);
     return r;
   }();
   return registry;

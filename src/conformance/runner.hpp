@@ -175,5 +175,7 @@ void RegisterLossRunners(RunnerRegistry& registry);         // losses, gradients
 void RegisterTrainingRunners(RunnerRegistry& registry);     // optimizers, embedding, shape
 void RegisterResearchRunners(RunnerRegistry& registry);     // VSA, active inference, PC, Outer
 void RegisterBlockQuantRunners(RunnerRegistry& registry);   // BlockDequant, BlockMatmul
+void RegisterTensorElementwiseRunners(RunnerRegistry& registry);  // Compare, Logical, Where, Cast, Pow, Mod, Round
+void RegisterTensorAxisRunners(RunnerRegistry& registry);         // ArgReduce, CumSum, Trilu, GatherElements
 
 }  // namespace backplane::conformance

@@ -1,4 +1,4 @@
-// Runners for the nn families: Matmul, SingleHeadAttention, MultiHeadAttention, Conv1D, Conv2D
+// Runners for the nn families: Matmul, MatmulTransB, SingleHeadAttention, MultiHeadAttention, Conv1D, Conv2D
 // (Conv2D and ConvTranspose2D), Conv3D, Pool2D and AdaptivePool2D.
 //
 // Every case runs twice, on inputs with specials (+-0, +-Inf, NaN, +-60, 1e-30 at every 97th
@@ -54,6 +54,8 @@ struct MatmulShape {
   int64_t rows, inner, cols;
 };
 
+// Matmul (B [inner, cols]) and MatmulTransB (B [cols, inner]): the same cases.
+template <bool kTransB>
 Measure RunMatmul(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   Measure m;
   const Tolerance tol = DefaultTolerance(c.dtype);
@@ -63,7 +65,8 @@ Measure RunMatmul(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   std::vector<MatmulShape> shapes = {
       {0, 3, 4},     {3, 0, 4},    {4, 5, 0},     {1, 1, 1},     {2, 3, 4},     {5, 7, 3},
       {7, 9, 17},    {17, 13, 11}, {31, 33, 31},  {33, 65, 17},  {1, 301, 259}, {130, 257, 1},
-      {4, 100, 513}, {6, 64, 32},  {67, 300, 95}, {13, 600, 33}, {520, 8, 9},   {2, 16, 4100}};
+      {4, 100, 513}, {6, 64, 32},  {67, 300, 95}, {13, 600, 33}, {520, 8, 9},   {2, 16, 4100},
+      {8, 517, 301}};  // last: few rows, threaded (MatmulTransB's streaming path)
   if (!Quick(c)) {
     shapes.push_back({100, 40, 2100});
     shapes.push_back({211, 97, 130});
@@ -87,7 +90,7 @@ Measure RunMatmul(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
           const double x = std::fabs(ad[static_cast<size_t>(r * s.inner + k)]);
           for (int64_t j = 0; j < s.cols; ++j) {
             cond[static_cast<size_t>(r * s.cols + j)] +=
-                x * std::fabs(bd[static_cast<size_t>(k * s.cols + j)]);
+                x * std::fabs(bd[static_cast<size_t>(kTransB ? j * s.inner + k : k * s.cols + j)]);
           }
         }
       }
@@ -107,7 +110,7 @@ Measure RunMatmul(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       for (int64_t k = 0; k < n; ++k)
         for (int64_t j = 0; j < n; ++j)
           cond[static_cast<size_t>(r * n + j)] +=
-              std::fabs(ad[static_cast<size_t>(r * n + k)] * bd[static_cast<size_t>(k * n + j)]);
+              std::fabs(ad[static_cast<size_t>(r * n + k)] * bd[static_cast<size_t>(kTransB ? j * n + k : k * n + j)]);
     CompareBounded(a, want, c.dtype, cond, tol, fmt::format("alias out=left n={}", n), m);
   }
   // Invalid calls.
@@ -645,7 +648,8 @@ Measure RunAdaptivePool2D(ErasedKernel ref, ErasedKernel fast, const RunContext&
 }  // namespace
 
 void RegisterNnRunners(RunnerRegistry& r) {
-  r["Matmul"] = RunMatmul;
+  r["Matmul"] = RunMatmul<false>;
+  r["MatmulTransB"] = RunMatmul<true>;
   r["SingleHeadAttention"] = RunSingleHead;
   r["MultiHeadAttention"] = RunMultiHead;
   r["Conv1D"] = RunConv1D;

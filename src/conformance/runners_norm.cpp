@@ -1,5 +1,5 @@
-// Conformance runners for GroupNorm, InstanceNorm, BatchNormEval, RoPE, RoPEPairs and the masking
-// families (ApplyMask, CausalMask, ALiBiBias).
+// Conformance runners for GroupNorm, InstanceNorm, BatchNormEval (and their caller-eps MathExt
+// variants), RoPE, RoPEPairs and the masking families (ApplyMask, CausalMask, ALiBiBias).
 //
 // Every case runs on inputs with specials (+-0, +-Inf, NaN, +-60, 1e-30 at every 97th element) and
 // on plain N(0, 2) inputs, in buffers shifted by one element where a dimension is odd (kernels must
@@ -7,7 +7,8 @@
 // lane counts +- 1, odd sizes and (outside the quick matrix) one case over 64 KiB that runs in
 // several chunks, where the result must not depend on the thread count. Each runner also checks
 // in-place calls and invalid calls (identical errors, output untouched). The comparison is the
-// tolerance table element by element; CausalMask must match bit for bit.
+// tolerance table element by element; CausalMask must match bit for bit. The eps variants run every
+// case with eps 1e-5, then eps 0, 1e-12, 0.25 and the invalid -1, NaN, Inf on fewer shapes.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,6 +29,9 @@ namespace {
 using GroupNormFn = BP_RET_GroupNorm (*)(BP_PARAMS_GroupNorm);
 using InstanceNormFn = BP_RET_InstanceNorm (*)(BP_PARAMS_InstanceNorm);
 using BatchNormEvalFn = BP_RET_BatchNormEval (*)(BP_PARAMS_BatchNormEval);
+using GroupNormEpsFn = BP_RET_GroupNormEps (*)(BP_PARAMS_GroupNormEps);
+using InstanceNormEpsFn = BP_RET_InstanceNormEps (*)(BP_PARAMS_InstanceNormEps);
+using BatchNormEvalEpsFn = BP_RET_BatchNormEvalEps (*)(BP_PARAMS_BatchNormEvalEps);
 using RoPEFn = BP_RET_RoPE (*)(BP_PARAMS_RoPE);
 using RoPEPairsFn = BP_RET_RoPEPairs (*)(BP_PARAMS_RoPEPairs);
 using ApplyMaskFn = BP_RET_ApplyMask (*)(BP_PARAMS_ApplyMask);
@@ -130,13 +134,47 @@ NormInputs MakeNormInputs(DType dtype, const NormShape& s, uint64_t seed, bool s
   return in;
 }
 
-// GroupNorm and InstanceNorm: the same cases, groups ignored by InstanceNorm.
-Measure RunBlockNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c, bool group) {
+// The caller-eps cases run on these shapes: one element per block (zero variance: NaN with eps 0 in
+// both kernels), channels of 1, lane counts +- 1 and a longer plane.
+constexpr NormShape kEpsShapes[] = {{1, 1, 1, 1},  {1, 5, 1, 5},   {2, 4, 3, 2},   {2, 8, 15, 4},
+                                    {1, 16, 33, 16}, {1, 2, 65, 1}, {3, 3, 100, 3}, {1, 1, 1000, 1}};
+constexpr double kEpsValues[] = {0.0, 1e-12, 0.25, -1.0, std::numeric_limits<double>::quiet_NaN(),
+                                 std::numeric_limits<double>::infinity()};
+
+// Storage of `count` copies of v: constant blocks, whose variance is exactly 0 in both kernels (the
+// sums of a few equal small values are exact in any order).
+std::vector<uint8_t> ConstantStorage(DType dtype, int64_t count, double v) {
+  return MapStorage(std::vector<uint8_t>(DTypeStorageBytes(dtype, count), 0), dtype, count,
+                    [v](double, int64_t) { return v; });
+}
+
+// Either both kernels threw the same error and the fast one left `got` as guard bytes, or neither
+// threw and the outputs agree.
+void CompareOrSameError(const std::string& got_error, const std::string& want_error, const Buffer& got,
+                        const Buffer& want, DType dtype, int64_t count, const std::string& where, Measure& m) {
+  if (SameErrors(got_error, want_error, where, m)) {
+    if (std::any_of(got.bytes.begin(), got.bytes.end(), [](uint8_t b) { return b != kGuard; })) {
+      Fail(m, where + ": the fast kernel wrote its output before throwing");
+    }
+    return;
+  }
+  if (got_error.empty()) CompareOut(got, want, dtype, count, where, m);
+}
+
+// GroupNorm and InstanceNorm: the same cases, groups ignored by InstanceNorm; `with_eps`: the
+// MathExt variants, with eps 1e-5 except in the eps cases.
+Measure RunBlockNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c, bool group, bool with_eps) {
   Measure m;
+  double eps = 1e-5;
   auto call = [&](ErasedKernel k, int64_t groups, const void* x, const void* scale, const void* bias, void* out,
                   int64_t batch, int64_t channels, int64_t spatial, DType dtype) {
-    if (group) {
+    if (group && with_eps) {
+      Unerase<GroupNormEpsFn>(k)(GroupNormConfig{groups}, x, scale, bias, out, batch, channels, spatial, eps,
+                                 dtype);
+    } else if (group) {
       Unerase<GroupNormFn>(k)(GroupNormConfig{groups}, x, scale, bias, out, batch, channels, spatial, dtype);
+    } else if (with_eps) {
+      Unerase<InstanceNormEpsFn>(k)(x, scale, bias, out, batch, channels, spatial, eps, dtype);
     } else {
       Unerase<InstanceNormFn>(k)(x, scale, bias, out, batch, channels, spatial, dtype);
     }
@@ -183,6 +221,33 @@ Measure RunBlockNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c, b
          s.spatial, c.dtype);
     CompareOut(inplace, want, c.dtype, count, "in place", m);
   }
+  if (with_eps) {
+    // Random inputs (with and without specials) and constant blocks, scale and bias given.
+    for (const double e : kEpsValues) {
+      eps = e;
+      for (const NormShape& s : kEpsShapes) {
+        const int64_t count = s.batch * s.channels * s.spatial;
+        const bool shift = s.spatial % 2 == 1;
+        for (const char* kind : {"specials", "plain", "constant"}) {
+          NormInputs in = MakeNormInputs(c.dtype, s, ++seed, kind[0] == 's', 0.0);
+          if (kind[0] == 'c') in.x = ConstantStorage(c.dtype, count, 1.5);
+          const std::string where = fmt::format("batch={} channels={} spatial={} groups={} {} eps={}", s.batch,
+                                                s.channels, s.spatial, s.groups, kind, e);
+          Buffer x(c.dtype, count, shift, &in.x), want(c.dtype, count, shift), got(c.dtype, count, shift);
+          const std::string want_error = ErrorOf([&] {
+            call(ref, s.groups, x.data(), in.scale.data(), in.bias.data(), want.data(), s.batch, s.channels,
+                 s.spatial, c.dtype);
+          });
+          const std::string got_error = ErrorOf([&] {
+            call(fast, s.groups, x.data(), in.scale.data(), in.bias.data(), got.data(), s.batch, s.channels,
+                 s.spatial, c.dtype);
+          });
+          CompareOrSameError(got_error, want_error, got, want, c.dtype, count, where, m);
+        }
+      }
+    }
+    eps = 1e-5;
+  }
   // Invalid calls.
   const auto x = RandomStorage(c.dtype, 24, 1, 2.0, false);
   std::vector<uint8_t> out(128, kGuard);
@@ -204,18 +269,45 @@ Measure RunBlockNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c, b
     ExpectSameError("Groups=3 of 4 channels", out, invalid(3, 2, 4, 3, c.dtype, false), m);
     ExpectSameError("Groups=3 of 4 channels, empty batch", out, invalid(3, 0, 4, 3, c.dtype, false), m);
   }
+  if (with_eps) {
+    // eps is checked after the sizes and pointers, also for an empty tensor.
+    for (const double e : {-1e-12, -1.0, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+      eps = e;
+      ExpectSameError(fmt::format("eps={}", e), out, invalid(1, 2, 2, 3, c.dtype, false), m);
+      ExpectSameError(fmt::format("eps={}, size 0", e), out, invalid(1, 0, 2, 3, c.dtype, false), m);
+      ExpectSameError(fmt::format("eps={}, batch=-1", e), out, invalid(1, -1, 2, 3, c.dtype, false), m);
+      ExpectSameError(fmt::format("eps={}, null in", e), out, invalid(1, 2, 2, 3, c.dtype, true), m);
+    }
+    eps = 1e-5;
+  }
   return m;
 }
 
 Measure RunGroupNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
-  return RunBlockNorm(ref, fast, c, true);
+  return RunBlockNorm(ref, fast, c, true, false);
 }
 Measure RunInstanceNorm(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
-  return RunBlockNorm(ref, fast, c, false);
+  return RunBlockNorm(ref, fast, c, false, false);
+}
+Measure RunGroupNormEps(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  return RunBlockNorm(ref, fast, c, true, true);
+}
+Measure RunInstanceNormEps(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  return RunBlockNorm(ref, fast, c, false, true);
 }
 
-Measure RunBatchNormEval(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+// `with_eps`: MathExt.BatchNormEvalEps, with eps 1e-5 except in the eps cases.
+Measure RunBatchNormEvalWith(ErasedKernel ref, ErasedKernel fast, const RunContext& c, bool with_eps) {
   Measure m;
+  double eps = 1e-5;
+  auto bn = [&](ErasedKernel k, const void* x, const void* scale, const void* bias, const void* mean,
+                const void* var, void* out, int64_t batch, int64_t channels, int64_t spatial, DType dtype) {
+    if (with_eps) {
+      Unerase<BatchNormEvalEpsFn>(k)(x, scale, bias, mean, var, out, batch, channels, spatial, eps, dtype);
+    } else {
+      Unerase<BatchNormEvalFn>(k)(x, scale, bias, mean, var, out, batch, channels, spatial, dtype);
+    }
+  };
   uint64_t seed = c.seed;
   for (const NormShape& s : NormShapes(c)) {
     const int64_t count = s.batch * s.channels * s.spatial;
@@ -243,23 +335,62 @@ Measure RunBatchNormEval(ErasedKernel ref, ErasedKernel fast, const RunContext& 
           const void* scale = a.scale ? in.scale.data() : nullptr;
           const void* bias = a.bias ? in.bias.data() : nullptr;
           Buffer want(c.dtype, count, shift), got(c.dtype, count, shift);
-          Unerase<BatchNormEvalFn>(ref)(x.data(), scale, bias, mean.data(), var.data(), want.data(), s.batch,
-                                        s.channels, s.spatial, c.dtype);
-          Unerase<BatchNormEvalFn>(fast)(x.data(), scale, bias, mean.data(), var.data(), got.data(), s.batch,
-                                         s.channels, s.spatial, c.dtype);
+          bn(ref, x.data(), scale, bias, mean.data(), var.data(), want.data(), s.batch, s.channels, s.spatial,
+             c.dtype);
+          bn(fast, x.data(), scale, bias, mean.data(), var.data(), got.data(), s.batch, s.channels, s.spatial,
+             c.dtype);
           CompareOut(got, want, c.dtype, count, where, m);
         }
         if (count > 65536) {
           ExpectThreadIndependent(fmt::format("spatial={}", s.spatial), DTypeStorageBytes(c.dtype, count),
                                   [&](void* out) {
-                                    Unerase<BatchNormEvalFn>(fast)(x.data(), in.scale.data(), in.bias.data(),
-                                                                   mean.data(), var.data(), out, s.batch, s.channels,
-                                                                   s.spatial, c.dtype);
+                                    bn(fast, x.data(), in.scale.data(), in.bias.data(), mean.data(), var.data(), out,
+                                       s.batch, s.channels, s.spatial, c.dtype);
                                   },
                                   m);
         }
       }
     }
+  }
+  if (with_eps) {
+    // Running variances |N(0, 2)| (with specials: one +Inf), or with var[0] = 0 (rejected with eps 0)
+    // or var[1] = -0.1 (accepted with eps 0.25 only).
+    for (const double e : kEpsValues) {
+      eps = e;
+      for (const NormShape& s : kEpsShapes) {
+        const int64_t count = s.batch * s.channels * s.spatial;
+        const bool shift = s.spatial % 2 == 1;
+        for (const InputSet& set : kInputSets) {
+          const NormInputs in = MakeNormInputs(c.dtype, s, ++seed, set.specials, 0.0);
+          const auto mean = RandomStorage(c.dtype, s.channels, seed + 3, 0.5, false);
+          const auto random = MapStorage(RandomStorage(c.dtype, s.channels, seed + 4, 2.0, false), c.dtype,
+                                         s.channels, [&](double v, int64_t i) {
+                                           return set.specials && i == 1 ? std::numeric_limits<double>::infinity()
+                                                                         : std::fabs(v);
+                                         });
+          const auto zero = MapStorage(random, c.dtype, s.channels,
+                                       [](double v, int64_t i) { return i == 0 ? 0.0 : v; });
+          const auto below = MapStorage(random, c.dtype, s.channels,
+                                        [](double v, int64_t i) { return i == 1 ? -0.1 : v; });
+          for (const auto* var : {&random, &zero, &below}) {
+            const std::string where =
+                fmt::format("batch={} channels={} spatial={} {} var {} eps={}", s.batch, s.channels, s.spatial,
+                            set.name, var == &random ? "random" : var == &zero ? "var[0]=0" : "var[1]=-0.1", e);
+            Buffer x(c.dtype, count, shift, &in.x), want(c.dtype, count, shift), got(c.dtype, count, shift);
+            const std::string want_error = ErrorOf([&] {
+              bn(ref, x.data(), in.scale.data(), in.bias.data(), mean.data(), var->data(), want.data(), s.batch,
+                 s.channels, s.spatial, c.dtype);
+            });
+            const std::string got_error = ErrorOf([&] {
+              bn(fast, x.data(), in.scale.data(), in.bias.data(), mean.data(), var->data(), got.data(), s.batch,
+                 s.channels, s.spatial, c.dtype);
+            });
+            CompareOrSameError(got_error, want_error, got, want, c.dtype, count, where, m);
+          }
+        }
+      }
+    }
+    eps = 1e-5;
   }
   const auto x = RandomStorage(c.dtype, 24, 1, 2.0, false);
   const auto mean = RandomStorage(c.dtype, 4, 2, 1.0, false);
@@ -274,20 +405,16 @@ Measure RunBatchNormEval(ErasedKernel ref, ErasedKernel fast, const RunContext& 
   {
     auto inplace = x;
     std::vector<uint8_t> want(x.size(), kGuard);
-    Unerase<BatchNormEvalFn>(ref)(x.data(), mean.data(), nullptr, mean.data(), good.data(), want.data(), 2, 4, 3,
-                                  c.dtype);
-    Unerase<BatchNormEvalFn>(fast)(inplace.data(), mean.data(), nullptr, mean.data(), good.data(), inplace.data(), 2,
-                                   4, 3, c.dtype);
+    bn(ref, x.data(), mean.data(), nullptr, mean.data(), good.data(), want.data(), 2, 4, 3, c.dtype);
+    bn(fast, inplace.data(), mean.data(), nullptr, mean.data(), good.data(), inplace.data(), 2, 4, 3, c.dtype);
     CompareStorage(inplace, want, c.dtype, 24, DefaultTolerance(c.dtype), "in place", m);
   }
   std::vector<uint8_t> out(128, kGuard);
   auto invalid = [&](int64_t batch, int64_t spatial, const std::vector<uint8_t>* var, DType dtype, bool nullIn,
                      bool nullMean) {
     return [&, batch, spatial, var, dtype, nullIn, nullMean](bool reference) {
-      Unerase<BatchNormEvalFn>(reference ? ref : fast)(nullIn ? nullptr : x.data(), nullptr, nullptr,
-                                                       nullMean ? nullptr : mean.data(),
-                                                       var ? var->data() : nullptr, out.data(), batch, 4, spatial,
-                                                       dtype);
+      bn(reference ? ref : fast, nullIn ? nullptr : x.data(), nullptr, nullptr, nullMean ? nullptr : mean.data(),
+         var ? var->data() : nullptr, out.data(), batch, 4, spatial, dtype);
     };
   };
   ExpectSameError("batch=-1", out, invalid(-1, 3, &good, c.dtype, false, false), m);
@@ -299,7 +426,30 @@ Measure RunBatchNormEval(ErasedKernel ref, ErasedKernel fast, const RunContext& 
   ExpectSameError("NaN var", out, invalid(2, 3, &nan, c.dtype, false, false), m);
   ExpectSameError("var = -2e-5", out, invalid(2, 3, &below, c.dtype, false, false), m);
   ExpectSameError("negative var, empty batch", out, invalid(0, 3, &negative, c.dtype, false, false), m);
+  if (with_eps) {
+    // eps is checked after the pointers and before the values of var, also for an empty batch.
+    for (const double e : {-1e-12, -1.0, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+      eps = e;
+      ExpectSameError(fmt::format("eps={}", e), out, invalid(2, 3, &good, c.dtype, false, false), m);
+      ExpectSameError(fmt::format("eps={}, empty batch", e), out, invalid(0, 3, &good, c.dtype, false, false), m);
+      ExpectSameError(fmt::format("eps={}, negative var", e), out, invalid(2, 3, &negative, c.dtype, false, false),
+                      m);
+      ExpectSameError(fmt::format("eps={}, null var", e), out, invalid(2, 3, nullptr, c.dtype, false, false), m);
+    }
+    eps = 0.0;
+    const auto zero = with(0, 0.0);
+    ExpectSameError("var[0] = 0, eps=0", out, invalid(2, 3, &zero, c.dtype, false, false), m);
+    ExpectSameError("var[0] = 0, eps=0, empty batch", out, invalid(0, 3, &zero, c.dtype, false, false), m);
+    eps = 1e-5;
+  }
   return m;
+}
+
+Measure RunBatchNormEval(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  return RunBatchNormEvalWith(ref, fast, c, false);
+}
+Measure RunBatchNormEvalEps(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  return RunBatchNormEvalWith(ref, fast, c, true);
 }
 
 // ---- RoPE ---------------------------------------------------------------------------------------
@@ -549,6 +699,9 @@ void RegisterNormRunners(RunnerRegistry& r) {
   r["GroupNorm"] = RunGroupNorm;
   r["InstanceNorm"] = RunInstanceNorm;
   r["BatchNormEval"] = RunBatchNormEval;
+  r["GroupNormEps"] = RunGroupNormEps;
+  r["InstanceNormEps"] = RunInstanceNormEps;
+  r["BatchNormEvalEps"] = RunBatchNormEvalEps;
   r["RoPE"] = RunRoPE;
   r["RoPEPairs"] = RunRoPEPairs;
   r["ApplyMask"] = RunApplyMask;

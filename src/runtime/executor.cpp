@@ -149,6 +149,7 @@ void Executor::LoadState(const std::map<std::string, Tensor>& tensors) {
 }
 
 void Executor::Plan(const std::map<std::string, Shape>& input_shapes) {
+  pool_.clear();  // buffers of the previous shapes would not match
   verified_ = VerifyGraph(graph_, input_shapes);
   planned_shapes_ = input_shapes;
   param_types_.clear();
@@ -192,7 +193,7 @@ std::map<std::string, Tensor> Executor::Run(const std::map<std::string, Tensor>&
 
   std::map<std::string, Tensor> values = inputs;
   for (const auto& [name, t] : params_.tensors) values[name] = t;
-  std::vector<Tensor> pool;  // released buffers, reused when nobody else holds them
+  std::vector<Tensor>& pool = pool_;
   int64_t allocations = 0;
   auto allocate = [&](const TensorType& type) {
     const size_t bytes = DTypeStorageBytes(type.dtype, NumElements(type.shape));
@@ -234,6 +235,12 @@ std::map<std::string, Tensor> Executor::Run(const std::map<std::string, Tensor>&
   planned_buffers_ = allocations;
   std::map<std::string, Tensor> result;
   for (const std::string& name : graph_.outputs) result[name] = values.at(name);
+  // What is left (graph outputs, whose storage the caller now shares, and values nobody read)
+  // goes to the pool for the next run; inputs and parameters are not ours to reuse.
+  for (auto& [name, t] : values) {
+    if (!t.defined() || inputs.contains(name) || params_.tensors.contains(name)) continue;
+    pool.push_back(std::move(t));
+  }
   return result;
 }
 

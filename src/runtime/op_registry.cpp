@@ -164,6 +164,8 @@ const OpRegistry& Registry() {
     ops::RegisterTrainOps(r);
     ops::RegisterResearchOps(r);
     ops::RegisterSamplingQuantOps(r);
+    ops::RegisterTensorElementwiseOps(r);
+    ops::RegisterTensorAxisOps(r);
     return r;
   }();
   return registry;

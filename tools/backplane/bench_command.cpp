@@ -2,6 +2,12 @@
 // this machine's measured limits.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,6 +17,9 @@
 #include "backplane/cpu/threads.hpp"
 #include "backplane/cpu_info.hpp"
 #include "backplane/gguf.hpp"
+#include "backplane/encoder/encoder_bench.hpp"
+#include "backplane/onnx/importer.hpp"
+#include "backplane/runtime/executor.hpp"
 #include "backplane/error.hpp"
 #include "backplane/llm/model_bench.hpp"
 #include "backplane/llama_cpp_peer.hpp"
@@ -24,6 +33,8 @@ struct BenchOptions {
   std::string format = "md";
   double min_time = 0.3;
   std::string model;  // --model: the LLM family instead of the kernel workloads
+  std::string embed_model;  // --embed-model: a sentence encoder directory
+  std::string onnx_model;   // --onnx-model: an ONNX graph
   std::vector<int> threads{1, 2};
 };
 
@@ -77,8 +88,118 @@ void RunModelBench(const BenchOptions& o) {
   }
 }
 
+// Sentences/s of a sentence encoder at batch {1, 32} x sequence {16, 128} at each thread count,
+// with onnxruntime on the same model exported to ONNX (bench/minilm/setup.sh) in the same run.
+void RunEmbedBench(const BenchOptions& o) {
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 16}, {1, 128}, {32, 16}, {32, 128}};
+  const char* cache_env = std::getenv("BACKPLANE_CACHE");
+  const char* home = std::getenv("HOME");
+  const std::string cache = cache_env != nullptr && *cache_env != '\0'
+                                ? cache_env
+                                : std::string(home != nullptr ? home : ".") + "/.cache/backplane";
+  const std::string python = cache + "/peers/minilm-venv/bin/python";
+  const std::string onnx_model = cache + "/peers/all-MiniLM-L6-v2.onnx";
+  const std::string script = std::string(BACKPLANE_SOURCE_DIR) + "/bench/minilm/onnxruntime_peer.py";
+  nlohmann::json rows = nlohmann::json::array();
+  if (o.format == "md") {
+    fmt::print("Encoder {}, CPU {}.\n\n", o.embed_model, QueryCpuInfo().model);
+    fmt::print("| Batch x seq | Threads | Backplane sentences/s | onnxruntime sentences/s | Ratio |\n|---|---|---|---|---|\n");
+  }
+  for (const int threads : o.threads) {
+    cpu::SetNumThreads(threads);
+    auto backend = cpu::CreateBackend();
+    encoder::SentenceEncoder model(o.embed_model, *backend);
+    std::vector<encoder::EncoderBenchResult> ours;
+    for (const auto& [b, s] : shapes) ours.push_back(encoder::BenchEncoder(model, b, s));
+    std::string why;
+    const auto peer = encoder::RunOnnxRuntimePeer(python, script, onnx_model, threads, shapes, &why);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const double theirs = peer ? peer->results[i].sentences_per_s : 0;
+      if (o.format == "md") {
+        fmt::print("| {} x {} | {} | {:.1f} | {} | {} |\n", shapes[i].first, shapes[i].second, threads,
+                   ours[i].sentences_per_s, theirs > 0 ? fmt::format("{:.1f}", theirs) : "— (" + why + ")",
+                   theirs > 0 ? fmt::format("{:.2f}x", ours[i].sentences_per_s / theirs) : "—");
+      }
+      rows.push_back({{"batch", shapes[i].first}, {"seq", shapes[i].second}, {"threads", threads},
+                      {"sentences_per_s", ours[i].sentences_per_s}, {"onnxruntime_sentences_per_s", theirs},
+                      {"onnxruntime", peer ? peer->version : why}});
+    }
+  }
+  if (o.format == "json") std::cout << nlohmann::json{{"model", o.embed_model}, {"results", rows}}.dump(2) << "\n";
+}
+
+std::string CacheDir() {
+  const char* cache = std::getenv("BACKPLANE_CACHE");
+  const char* home = std::getenv("HOME");
+  return cache != nullptr && *cache != '\0' ? cache : std::string(home != nullptr ? home : ".") + "/.cache/backplane";
+}
+
+// Runs/s of an imported ONNX model (each float input arange(n) / n, as ONNX's runner feeds the
+// light zoo) at each thread count, beside onnxruntime on the same file (bench/onnx/onnxruntime_peer.py).
+void RunOnnxBench(const BenchOptions& o) {
+  const std::string python = CacheDir() + "/peers/minilm-venv/bin/python";
+  const std::string script = std::string(BACKPLANE_SOURCE_DIR) + "/bench/onnx/onnxruntime_peer.py";
+  if (o.format == "md") {
+    fmt::print("Model {}, CPU {}.\n\n| Threads | Backplane runs/s | onnxruntime runs/s | Ratio |\n|---|---|---|---|\n",
+               o.onnx_model, QueryCpuInfo().model);
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (const int threads : o.threads) {
+    cpu::SetNumThreads(threads);
+    auto backend = cpu::CreateBackend();
+    onnx::ImportResult imported = onnx::ImportOnnx(o.onnx_model);
+    std::map<std::string, Tensor> inputs;
+    for (const ir::ValueSpec& spec : imported.graph.inputs) {
+      Shape shape;
+      for (const ir::Dim& d : spec.shape) shape.push_back(d.symbol.empty() ? d.size : 1);
+      Tensor x(spec.dtype, shape);
+      for (int64_t i = 0; i < x.numel(); ++i) x.SetDouble(i, static_cast<double>(i) / static_cast<double>(x.numel()));
+      inputs[spec.name] = x;
+    }
+    runtime::Executor executor(std::move(imported.graph), *backend);
+    executor.LoadParams(imported.initializers);
+    using Clock = std::chrono::steady_clock;
+    executor.Run(inputs);
+    std::vector<double> times;
+    const auto start = Clock::now();
+    while (times.size() < 3 || std::chrono::duration<double>(Clock::now() - start).count() < 1.0) {
+      const auto t0 = Clock::now();
+      executor.Run(inputs);
+      times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    const double ours = 1.0 / times[times.size() / 2];
+    double theirs = 0;
+    std::string peer = "not set up (bench/minilm/setup.sh)";
+    if (std::filesystem::exists(python)) {
+      const std::string command = fmt::format("'{}' '{}' '{}' {} 2>/dev/null", python, script, o.onnx_model, threads);
+      if (FILE* pipe = popen(command.c_str(), "r")) {
+        std::string out;
+        char buffer[4096];
+        for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0 && out.size() < (1u << 20);) out.append(buffer, n);
+        const int status = pclose(pipe);
+        try {
+          const nlohmann::json j = nlohmann::json::parse(out);
+          theirs = j.at("runs_per_s").get<double>();
+          peer = j.at("peer").get<std::string>();
+        } catch (const nlohmann::json::exception&) {
+          peer = fmt::format("peer failed (status {})", status);
+        }
+      }
+    }
+    if (o.format == "md") {
+      fmt::print("| {} | {:.2f} | {} | {} |\n", threads, ours, theirs > 0 ? fmt::format("{:.2f}", theirs) : "— (" + peer + ")",
+                 theirs > 0 ? fmt::format("{:.2f}x", ours / theirs) : "—");
+    }
+    rows.push_back({{"threads", threads}, {"runs_per_s", ours}, {"onnxruntime_runs_per_s", theirs}, {"onnxruntime", peer}});
+  }
+  if (o.format == "json") std::cout << nlohmann::json{{"model", o.onnx_model}, {"results", rows}}.dump(2) << "\n";
+}
+
 void RunBench(const BenchOptions& o) {
   if (!o.model.empty()) return RunModelBench(o);
+  if (!o.onnx_model.empty()) return RunOnnxBench(o);
+  if (!o.embed_model.empty()) return RunEmbedBench(o);
   auto backend = cpu::CreateBackend();
   const bench::Limits limits = bench::MeasureLimits();
   std::vector<bench::Result> results;
@@ -126,7 +247,10 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--min-time", o->min_time, "Seconds to spend per workload")->check(CLI::Range(0.0, 60.0));
   cmd->add_option("--model", o->model,
                   "A GGUF LM: time prompt processing (128 tokens) and generation (64 tokens) beside llama.cpp");
-  cmd->add_option("--threads", o->threads, "Thread counts for --model")->delimiter(',');
+  cmd->add_option("--embed-model", o->embed_model,
+                  "A sentence encoder directory: time batch {1, 32} x seq {16, 128} beside onnxruntime");
+  cmd->add_option("--onnx-model", o->onnx_model, "An ONNX model: runs/s on ONNX's dummy input beside onnxruntime");
+  cmd->add_option("--threads", o->threads, "Thread counts for --model, --embed-model and --onnx-model")->delimiter(',');
   cmd->callback([o] { RunBench(*o); });
 }
 

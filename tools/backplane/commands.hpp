@@ -15,5 +15,6 @@ void AddVerifyCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddGenerateCommand(CLI::App& app);  // generate, perplexity
 void AddEmbedCommand(CLI::App& app);
+void AddImportCommand(CLI::App& app);  // import, onnx-test
 
 }  // namespace backplane::cli

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -27,6 +28,7 @@ struct EmbedOptions {
   int threads = 0;
   int64_t batch = 32;
   bool quiet = false;
+  bool similarity = false;
 };
 
 std::vector<std::string> ReadLines(const std::string& path) {
@@ -70,6 +72,26 @@ void RunEmbed(const EmbedOptions& o) {
       std::puts(line.c_str());
     }
   }
+  if (o.similarity) {
+    // Cosine similarities, each row normalised here (the model may not normalise).
+    std::vector<double> norms(texts.size());
+    const float* e = all.data_as<float>();
+    for (size_t i = 0; i < texts.size(); ++i) {
+      double sq = 0;
+      for (int64_t j = 0; j < hidden; ++j) sq += static_cast<double>(e[i * hidden + j]) * e[i * hidden + j];
+      norms[i] = std::sqrt(sq);
+    }
+    std::puts("cosine similarity:");
+    for (size_t i = 0; i < texts.size(); ++i) {
+      std::string line = fmt::format("  [{}]", i);
+      for (size_t k = 0; k < texts.size(); ++k) {
+        double dot = 0;
+        for (int64_t j = 0; j < hidden; ++j) dot += static_cast<double>(e[i * hidden + j]) * e[k * hidden + j];
+        line += fmt::format(" {:7.4f}", dot / (norms[i] * norms[k]));
+      }
+      std::puts((line + "  " + texts[i]).c_str());
+    }
+  }
   const double load_s = std::chrono::duration<double>(loaded - start).count();
   const double run_s = std::chrono::duration<double>(done - loaded).count();
   std::fprintf(stderr, "embed: %zu texts, dim %lld, load %.2f s, %.1f ms (%.1f sentences/s)%s\n", texts.size(),
@@ -90,6 +112,7 @@ void AddEmbedCommand(CLI::App& app) {
   cmd->add_option("--batch", o->batch, "Texts per forward pass")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   cmd->add_option("--threads", o->threads, "Threads (default: BACKPLANE_NUM_THREADS or all)")->check(CLI::Range(1, 1024));
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the embeddings");
+  cmd->add_flag("--similarity", o->similarity, "Print the cosine similarity of every pair of texts");
   cmd->callback([o] { RunEmbed(*o); });
 }
 

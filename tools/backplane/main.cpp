@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   backplane::cli::AddBenchCommand(app);
   backplane::cli::AddGenerateCommand(app);
   backplane::cli::AddEmbedCommand(app);
+  backplane::cli::AddImportCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
     std::string message = e.what();
     if (message.empty()) message = "missing subcommand";
     std::cerr << "backplane: error: " << message << "\n"
-              << "usage: backplane {info | inventory | run | op | train | verify | bench | generate | perplexity} ... (see --help)\n";
+              << "usage: backplane {info | inventory | run | op | train | verify | bench | generate | perplexity | embed | import | onnx-test} ... (see --help)\n";
     return kUsageError;
   } catch (const backplane::Error& e) {
     std::cerr << "backplane: error: " << e.what() << "\n";

@@ -1,6 +1,8 @@
-// backplane run GRAPH.json: run a graph (optionally several steps, e.g. training) from files.
+// backplane run GRAPH.json | MODEL.onnx: run a graph (optionally several steps, e.g. training) from
+// files; an .onnx model is imported first (backplane/onnx/importer.hpp).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -9,6 +11,7 @@
 #include "backplane/cpu/cpu_backend.hpp"
 #include "backplane/error.hpp"
 #include "backplane/io.hpp"
+#include "backplane/onnx/importer.hpp"
 #include "backplane/runtime/executor.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
@@ -21,6 +24,7 @@ struct RunOptions {
   std::vector<std::string> inputs;
   std::string params;
   std::vector<std::string> outputs;
+  std::string output_dir;
   int steps = 1;
   std::string save_params;
   bool check_finite = false;
@@ -28,7 +32,10 @@ struct RunOptions {
 };
 
 void Run(const RunOptions& o) {
-  ir::Graph graph = ir::ReadGraphFile(o.graph);
+  const bool is_onnx = std::filesystem::path(o.graph).extension() == ".onnx";
+  onnx::ImportResult imported;
+  if (is_onnx) imported = onnx::ImportOnnx(o.graph);
+  ir::Graph graph = is_onnx ? std::move(imported.graph) : ir::ReadGraphFile(o.graph);
   std::map<std::string, Tensor> inputs;
   for (const std::string& text : o.inputs) {
     const auto [name, file] = SplitAssignment("--input", text);
@@ -47,6 +54,7 @@ void Run(const RunOptions& o) {
   }
   auto backend = cpu::CreateBackend();
   runtime::Executor executor(std::move(graph), *backend, {.check_finite_params = o.check_finite});
+  if (is_onnx) executor.LoadParams(imported.initializers);
   if (!o.params.empty()) {
     const auto tensors = io::ReadSafetensors(o.params);
     std::map<std::string, Tensor> params;
@@ -67,6 +75,16 @@ void Run(const RunOptions& o) {
     fmt::print("{}\n", line);
   }
   for (const auto& [name, file] : output_files) io::WriteNpy(file, results.at(name));
+  if (!o.output_dir.empty()) {
+    std::filesystem::create_directories(o.output_dir);
+    for (const auto& [name, t] : results) {
+      std::string file = name;
+      for (char& c : file) {
+        if (c == '/' || c == '\\') c = '_';
+      }
+      io::WriteNpy((std::filesystem::path(o.output_dir) / (file + ".npy")).string(), t);
+    }
+  }
   if (!o.save_params.empty()) io::WriteSafetensors(o.save_params, executor.SaveParams());
 }
 
@@ -75,10 +93,11 @@ void Run(const RunOptions& o) {
 void AddRunCommand(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Run a graph file on the CPU backend");
-  cmd->add_option("graph", o->graph, "Graph file (JSON)")->required();
+  cmd->add_option("graph", o->graph, "Graph file (JSON) or ONNX model (.onnx)")->required();
   cmd->add_option("--input", o->inputs, "NAME=FILE.npy for a graph input (repeatable)");
   cmd->add_option("--params", o->params, "Parameters (and optimizer state) from a .safetensors file");
   cmd->add_option("--output", o->outputs, "NAME=FILE.npy for a graph output (repeatable)");
+  cmd->add_option("--output-dir", o->output_dir, "Write every graph output to DIR/NAME.npy");
   cmd->add_option("--steps", o->steps, "Run the graph this many times (training steps)")
       ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--save-params", o->save_params, "Write parameters and state to a .safetensors file");

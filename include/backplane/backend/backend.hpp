@@ -31,6 +31,7 @@
 #include "backplane/backend/dropout.hpp"
 #include "backplane/backend/quant.hpp"
 #include "backplane/backend/shape.hpp"
+#include "backplane/backend/tensor_ops.hpp"
 #include "backplane/backend/optimizer.hpp"
 #include "backplane/backend/gradients.hpp"
 #include "backplane/backend/math_ext.hpp"
@@ -72,7 +73,8 @@
   X(Gradients, BP_SURFACE_GRADIENTS) \
   X(MathExt, BP_SURFACE_MATH_EXT) \
   X(PointProcess, BP_SURFACE_POINT_PROCESS) \
-  X(BlockQuant, BP_SURFACE_BLOCK_QUANT)
+  X(BlockQuant, BP_SURFACE_BLOCK_QUANT) \
+  X(TensorOps, BP_SURFACE_TENSOR_OPS)
 
 #define BP_SURFACES(X) BP_SEED_SURFACES(X) BP_EXTENSION_SURFACES(X)
 
@@ -108,7 +110,8 @@
   BP_SURFACE_GRADIENTS(X) \
   BP_SURFACE_MATH_EXT(X) \
   BP_SURFACE_POINT_PROCESS(X) \
-  BP_SURFACE_BLOCK_QUANT(X)
+  BP_SURFACE_BLOCK_QUANT(X) \
+  BP_SURFACE_TENSOR_OPS(X)
 
 namespace backplane {
 
@@ -149,6 +152,7 @@ class Backend {
   virtual MathExtSurface& MathExt() = 0;
   virtual PointProcessSurface& PointProcess() = 0;
   virtual BlockQuantSurface& BlockQuant() = 0;
+  virtual TensorOpsSurface& TensorOps() = 0;
 };
 
 }  // namespace backplane

@@ -64,6 +64,11 @@
       DType dtype
 #define BP_ARGS_Matmul out, left, right, rows, inner, cols, dtype
 
+// C[rows, cols] = A[rows, inner] B^T with B [cols, inner] (torch.nn.Linear's weight layout).
+#define BP_RET_MatmulTransB void
+#define BP_PARAMS_MatmulTransB BP_PARAMS_Matmul
+#define BP_ARGS_MatmulTransB BP_ARGS_Matmul
+
 // ---- Pool, Convolution, Dropout -----------------------------------------------------------------
 #define BP_RET_Pool2D void
 #define BP_PARAMS_Pool2D                                                                        \
@@ -181,6 +186,24 @@
   const void *in, const void *scale, const void *bias, void *out, int64_t rows,         \
       int64_t lastDim, double eps, DType dtype
 #define BP_ARGS_LayerNormEps in, scale, bias, out, rows, lastDim, eps, dtype
+
+#define BP_RET_GroupNormEps void
+#define BP_PARAMS_GroupNormEps                                                                \
+  const GroupNormConfig &config, const void *in, const void *scale, const void *bias, void *out, \
+      int64_t batch, int64_t channels, int64_t spatial, double eps, DType dtype
+#define BP_ARGS_GroupNormEps config, in, scale, bias, out, batch, channels, spatial, eps, dtype
+
+#define BP_RET_InstanceNormEps void
+#define BP_PARAMS_InstanceNormEps                                                       \
+  const void *in, const void *scale, const void *bias, void *out, int64_t batch,        \
+      int64_t channels, int64_t spatial, double eps, DType dtype
+#define BP_ARGS_InstanceNormEps in, scale, bias, out, batch, channels, spatial, eps, dtype
+
+#define BP_RET_BatchNormEvalEps void
+#define BP_PARAMS_BatchNormEvalEps                                                          \
+  const void *in, const void *scale, const void *bias, const void *mean, const void *var,  \
+      void *out, int64_t batch, int64_t channels, int64_t spatial, double eps, DType dtype
+#define BP_ARGS_BatchNormEvalEps in, scale, bias, mean, var, out, batch, channels, spatial, eps, dtype
 
 #define BP_RET_RoPE void
 #define BP_PARAMS_RoPE                                                                     \

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "backplane/backend/families.hpp"
+#include "backplane/backend/normalization.hpp"
 #include "backplane/dtype.hpp"
 
 namespace backplane {
@@ -17,7 +18,11 @@ namespace backplane {
   X(MathExt, LogSumExp, RowReduce, kFloatDTypes)                 \
   X(MathExt, InvSqrtDimScale, InvSqrtDimScale, kFloatDTypes)   \
   X(MathExt, RMSNormEps, RMSNormEps, kFloatDTypes)               \
-  X(MathExt, LayerNormEps, LayerNormEps, kFloatDTypes)
+  X(MathExt, LayerNormEps, LayerNormEps, kFloatDTypes)           \
+  X(MathExt, GroupNormEps, GroupNormEps, kFloatDTypes)           \
+  X(MathExt, InstanceNormEps, InstanceNormEps, kFloatDTypes)     \
+  X(MathExt, BatchNormEvalEps, BatchNormEvalEps, kFloatDTypes)   \
+  X(MathExt, MatmulTransB, MatmulTransB, kFloatDTypes)
 
 class MathExtSurface {
  public:

@@ -64,6 +64,9 @@ class Executor {
   std::map<std::string, TensorType> param_types_;
   std::vector<std::vector<std::string>> release_after_;  // per step: values dead afterwards
   int64_t planned_buffers_ = 0;
+  // Node-output buffers released by earlier runs of the same plan, reused by size when no
+  // caller still holds them (so steady-state runs do not allocate).
+  std::vector<Tensor> pool_;
 };
 
 }  // namespace backplane::runtime

@@ -365,6 +365,79 @@ void HalfGemm(const uint16_t* a, const uint16_t* b, uint16_t* out, size_t rows, 
   NarrowBlock(c.get(), out, rows * cols, bf16);
 }
 
+// c [rows, cols] = a [rows, inner] * b^T, b [cols, inner], f32, for few rows (a stays in L1): tiles
+// of 2 rows x 4 weight rows, each output one f32 dot product in lanes plus a scalar tail, so the
+// weight is streamed once per call without packing. Threads split the weight rows.
+void FewRowsTransB(const float* a, const float* b, float* c, size_t rows, size_t inner, size_t cols) {
+  const hn::ScalableTag<float> d;
+  auto Sum = [](auto tag, auto v) { return hn::GetLane(hn::SumOfLanes(tag, v)); };
+  const size_t lanes = hn::Lanes(d);
+  const size_t vec_end = inner - inner % lanes;
+  auto dot_tail = [&](const float* x, const float* w, float sum) {
+    for (size_t k = vec_end; k < inner; ++k) sum = std::fma(x[k], w[k], sum);
+    return sum;
+  };
+  auto block = [&](int64_t j_begin, int64_t j_end) {
+    size_t j = static_cast<size_t>(j_begin) * 4;
+    const size_t j_stop = std::min(cols, static_cast<size_t>(j_end) * 4);
+    for (; j + 4 <= j_stop; j += 4) {
+      const float* w0 = b + j * inner;
+      const float* w1 = w0 + inner;
+      const float* w2 = w1 + inner;
+      const float* w3 = w2 + inner;
+      size_t r = 0;
+      for (; r + 2 <= rows; r += 2) {
+        const float* x0 = a + r * inner;
+        const float* x1 = x0 + inner;
+        auto c00 = hn::Zero(d), c01 = hn::Zero(d), c02 = hn::Zero(d), c03 = hn::Zero(d);
+        auto c10 = hn::Zero(d), c11 = hn::Zero(d), c12 = hn::Zero(d), c13 = hn::Zero(d);
+        for (size_t k = 0; k < vec_end; k += lanes) {
+          const auto v0 = hn::LoadU(d, x0 + k), v1 = hn::LoadU(d, x1 + k);
+          const auto u0 = hn::LoadU(d, w0 + k), u1 = hn::LoadU(d, w1 + k);
+          const auto u2 = hn::LoadU(d, w2 + k), u3 = hn::LoadU(d, w3 + k);
+          c00 = hn::MulAdd(v0, u0, c00), c01 = hn::MulAdd(v0, u1, c01);
+          c02 = hn::MulAdd(v0, u2, c02), c03 = hn::MulAdd(v0, u3, c03);
+          c10 = hn::MulAdd(v1, u0, c10), c11 = hn::MulAdd(v1, u1, c11);
+          c12 = hn::MulAdd(v1, u2, c12), c13 = hn::MulAdd(v1, u3, c13);
+        }
+        float* o0 = c + r * cols + j;
+        float* o1 = o0 + cols;
+        o0[0] = dot_tail(x0, w0, Sum(d, c00)), o0[1] = dot_tail(x0, w1, Sum(d, c01));
+        o0[2] = dot_tail(x0, w2, Sum(d, c02)), o0[3] = dot_tail(x0, w3, Sum(d, c03));
+        o1[0] = dot_tail(x1, w0, Sum(d, c10)), o1[1] = dot_tail(x1, w1, Sum(d, c11));
+        o1[2] = dot_tail(x1, w2, Sum(d, c12)), o1[3] = dot_tail(x1, w3, Sum(d, c13));
+      }
+      for (; r < rows; ++r) {
+        const float* x0 = a + r * inner;
+        auto c00 = hn::Zero(d), c01 = hn::Zero(d), c02 = hn::Zero(d), c03 = hn::Zero(d);
+        for (size_t k = 0; k < vec_end; k += lanes) {
+          const auto v0 = hn::LoadU(d, x0 + k);
+          c00 = hn::MulAdd(v0, hn::LoadU(d, w0 + k), c00), c01 = hn::MulAdd(v0, hn::LoadU(d, w1 + k), c01);
+          c02 = hn::MulAdd(v0, hn::LoadU(d, w2 + k), c02), c03 = hn::MulAdd(v0, hn::LoadU(d, w3 + k), c03);
+        }
+        float* o0 = c + r * cols + j;
+        o0[0] = dot_tail(x0, w0, Sum(d, c00)), o0[1] = dot_tail(x0, w1, Sum(d, c01));
+        o0[2] = dot_tail(x0, w2, Sum(d, c02)), o0[3] = dot_tail(x0, w3, Sum(d, c03));
+      }
+    }
+    for (; j < j_stop; ++j) {
+      const float* w0 = b + j * inner;
+      for (size_t r = 0; r < rows; ++r) {
+        const float* x0 = a + r * inner;
+        auto acc = hn::Zero(d);
+        for (size_t k = 0; k < vec_end; k += lanes) acc = hn::MulAdd(hn::LoadU(d, x0 + k), hn::LoadU(d, w0 + k), acc);
+        c[r * cols + j] = dot_tail(x0, w0, Sum(d, acc));
+      }
+    }
+  };
+  const auto quads = static_cast<int64_t>((cols + 3) / 4);
+  if (rows * inner * cols >= (size_t{1} << 20)) {
+    ParallelFor(quads, 16, block);
+  } else {
+    block(0, quads);
+  }
+}
+
 }  // namespace backplane::cpu::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -384,6 +457,7 @@ HWY_AFTER_NAMESPACE();
 namespace backplane::cpu::simd {
 HWY_EXPORT(ExactRows);
 HWY_EXPORT(HalfGemm);
+HWY_EXPORT(FewRowsTransB);
 
 namespace {
 
@@ -408,7 +482,35 @@ void Exact(void* out, const void* left, const void* right, size_t rows, size_t i
   for (size_t r = 0; r < rows; ++r) StoreRounded(c.data() + r * ldb, out, r * cols, cols, dtype);
 }
 
-// C[m x n] = A[m x k] * B[k x n] (row-major, leading dimensions lda, ldb, ldc) with beta = 0.
+// C[m x n] = A[m x k] * B[k x n] (row-major, leading dimensions lda, ldb, ldc) with beta = 0;
+// with trans_b, B is [n x k] and C = A * B^T.
+template <class T>
+void BlasBlock(size_t m, size_t n, size_t k, const T* a, size_t lda, const T* b, size_t ldb, T* c,
+               size_t ldc, bool trans_b) {
+  const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+  const int la = static_cast<int>(lda), lb = static_cast<int>(ldb), lc = static_cast<int>(ldc);
+  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    if (m == 1) {
+      cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, trans_b ? ni : ki, trans_b ? ki : ni, 1.0f,
+                  b, lb, a, 1, 0.0f, c, 1);
+    } else if (n == 1) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, mi, ki, 1.0f, a, la, b, trans_b ? 1 : lb, 0.0f, c, lc);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, mi, ni, ki, 1.0f, a, la, b, lb, 0.0f, c, lc);
+    }
+  } else {
+    if (m == 1) {
+      cblas_dgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, trans_b ? ni : ki, trans_b ? ki : ni, 1.0,
+                  b, lb, a, 1, 0.0, c, 1);
+    } else if (n == 1) {
+      cblas_dgemv(CblasRowMajor, CblasNoTrans, mi, ki, 1.0, a, la, b, trans_b ? 1 : lb, 0.0, c, lc);
+    } else {
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, mi, ni, ki, 1.0, a, la, b, lb, 0.0, c, lc);
+    }
+  }
+}
+
 template <class T>
 void BlasBlock(size_t m, size_t n, size_t k, const T* a, size_t lda, const T* b, size_t ldb, T* c,
                size_t ldc) {
@@ -436,7 +538,7 @@ void BlasBlock(size_t m, size_t n, size_t k, const T* a, size_t lda, const T* b,
 }
 
 template <class T>
-void Blas(T* out, const T* a, const T* b, size_t rows, size_t inner, size_t cols) {
+void Blas(T* out, const T* a, const T* b, size_t rows, size_t inner, size_t cols, bool trans_b = false) {
   const size_t bytes = rows * cols * sizeof(T);
   const bool alias = Overlaps(out, bytes, a, rows * inner * sizeof(T)) ||
                      Overlaps(out, bytes, b, inner * cols * sizeof(T));
@@ -452,16 +554,17 @@ void Blas(T* out, const T* a, const T* b, size_t rows, size_t inner, size_t cols
                         : byCols ? (cols + kCols - 1) / kCols
                                  : 1;
   SerialBlas serial;
+  const size_t ldb = trans_b ? inner : cols;
   auto run = [&](int64_t b0, int64_t b1) {
     for (auto blk = static_cast<size_t>(b0); blk < static_cast<size_t>(b1); ++blk) {
       if (byRows) {
         const size_t r0 = blk * kRows, nr = std::min(kRows, rows - r0);
-        BlasBlock(nr, cols, inner, a + r0 * inner, inner, b, cols, c + r0 * cols, cols);
+        BlasBlock(nr, cols, inner, a + r0 * inner, inner, b, ldb, c + r0 * cols, cols, trans_b);
       } else if (byCols) {
         const size_t j0 = blk * kCols, nc = std::min(kCols, cols - j0);
-        BlasBlock(rows, nc, inner, a, inner, b + j0, cols, c + j0, cols);
+        BlasBlock(rows, nc, inner, a, inner, trans_b ? b + j0 * inner : b + j0, ldb, c + j0, cols, trans_b);
       } else {
-        BlasBlock(rows, cols, inner, a, inner, b, cols, c, cols);
+        BlasBlock(rows, cols, inner, a, inner, b, ldb, c, cols, trans_b);
       }
     }
   };
@@ -511,9 +614,56 @@ void Matmul(void* out, const void* left, const void* right, int64_t rows, int64_
   }
 }
 
+// Up to this many rows, f32 A B^T streams B through FewRowsTransB instead of BLAS (which would
+// pack all of B for a handful of rows).
+constexpr int64_t kFewRowsTransB = 32;
+
+// C = A B^T, B [cols, inner]: few f32 rows stream B (FewRowsTransB); other f32/f64 products go
+// through BLAS with B transposed in place; small products and
+// f16/bf16 transpose B once and take Matmul's paths (so small results match the reference
+// bit for bit). Invalid arguments go to the reference.
+void MatmulTransB(void* out, const void* left, const void* right, int64_t rows, int64_t inner, int64_t cols,
+                  DType dtype) {
+  const bool floating = dtype == DType::Float32 || dtype == DType::Float64 ||
+                        dtype == DType::Float16 || dtype == DType::BFloat16;
+  int64_t leftCount = 0, rightCount = 0, outCount = 0, work = 0;
+  if (!floating || rows < 0 || inner < 0 || cols < 0 || __builtin_mul_overflow(rows, inner, &leftCount) ||
+      __builtin_mul_overflow(inner, cols, &rightCount) || __builtin_mul_overflow(rows, cols, &outCount) ||
+      __builtin_mul_overflow(outCount, inner, &work) || (outCount > 0 && out == nullptr) ||
+      (leftCount > 0 && left == nullptr) || (rightCount > 0 && right == nullptr) || rows > INT_MAX ||
+      inner > INT_MAX || cols > INT_MAX) {
+    return Reference().MathExt_MatmulTransB(out, left, right, rows, inner, cols, dtype);
+  }
+  if (outCount == 0) return;
+  const auto m = static_cast<size_t>(rows), k = static_cast<size_t>(inner), n = static_cast<size_t>(cols);
+  if (work > kExactWork && dtype == DType::Float32 && rows <= kFewRowsTransB &&
+      !Overlaps(out, m * n * 4, left, m * k * 4) && !Overlaps(out, m * n * 4, right, n * k * 4)) {
+    return HWY_DYNAMIC_DISPATCH(FewRowsTransB)(static_cast<const float*>(left), static_cast<const float*>(right),
+                                               static_cast<float*>(out), m, k, n);
+  }
+  if (work > kExactWork && dtype == DType::Float32) {
+    return Blas(static_cast<float*>(out), static_cast<const float*>(left), static_cast<const float*>(right), m, k, n,
+                true);
+  }
+  if (work > kExactWork && dtype == DType::Float64) {
+    return Blas(static_cast<double*>(out), static_cast<const double*>(left), static_cast<const double*>(right), m, k,
+                n, true);
+  }
+  const size_t bytes = static_cast<size_t>(DTypeStorageBytes(dtype, 1));
+  std::vector<uint8_t> transposed(static_cast<size_t>(rightCount) * bytes);
+  const auto* src = static_cast<const uint8_t*>(right);
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t i = 0; i < k; ++i) std::memcpy(&transposed[(i * n + j) * bytes], src + (j * k + i) * bytes, bytes);
+  }
+  Matmul(out, left, transposed.data(), rows, inner, cols, dtype);
+}
+
 }  // namespace
 
-void RegisterMatmul(KernelTable& t) { t.Matmul_Matmul = &Matmul; }
+void RegisterMatmul(KernelTable& t) {
+  t.Matmul_Matmul = &Matmul;
+  t.MathExt_MatmulTransB = &MatmulTransB;
+}
 
 }  // namespace backplane::cpu::simd
 #endif  // HWY_ONCE

@@ -1,5 +1,6 @@
 // Highway kernels for the Normalization surface over [batch, channels, spatial]: GroupNorm,
-// InstanceNorm and BatchNormEval, all three for f64, f32 and (widened to f32 per block) f16/bf16.
+// InstanceNorm and BatchNormEval, all three for f64, f32 and (widened to f32 per block) f16/bf16,
+// with eps 1e-5 or (MathExt.GroupNormEps, InstanceNormEps, BatchNormEvalEps) the caller's.
 //
 // As the reference: the statistics of each block (GroupNorm: a (batch, group) slice; InstanceNorm:
 // a (batch, channel) plane) in f64 lanes, two passes (the mean, then the squared deviations);
@@ -12,8 +13,8 @@
 // Null scale/bias are 1 and -0.0, which leave every value (and the sign of zeros) unchanged.
 // The next block is prefetched during the second statistics pass. Blocks (BatchNormEval: planes)
 // run in parallel when the tensor is large; each block is read in full before it is written, so
-// out may equal in. Anything else (bad arguments, size 0, partially overlapping in/out) goes to
-// the reference. Nothing stays scalar by design.
+// out may equal in. Anything else (bad arguments or eps, size 0, partially overlapping in/out)
+// goes to the reference. Nothing stays scalar by design.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/kernels/normalization.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -39,6 +40,7 @@ struct NormParams {
   const double* bias;   // per channel, -0.0 where absent
   const double* mean;   // BatchNormEval: per channel; null: the statistics of each block
   const double* rstd;   // BatchNormEval: 1 / sqrt(var + eps) per channel
+  double eps;           // finite, >= 0
   size_t channels;
   size_t block_channels;
   size_t spatial;
@@ -142,7 +144,7 @@ void NormBlocks(const T* in, T* out, size_t first, size_t blocks, const NormPara
         const auto dev = hn::Sub(v, hn::Set(dd, mean));
         return hn::Mul(dev, dev);
       });
-      rstd = 1.0 / std::sqrt(squares / static_cast<double>(n) + kEps);
+      rstd = 1.0 / std::sqrt(squares / static_cast<double>(n) + p.eps);
     }
     for (size_t j = 0; j < p.block_channels; ++j) {
       const size_t c = c0 + j;
@@ -191,6 +193,7 @@ HWY_AFTER_NAMESPACE();
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
+using normalization_ops::kEps;
 using normalization_ops::NormParams;
 HWY_EXPORT(NormBlocksF32);
 HWY_EXPORT(NormBlocksF64);
@@ -251,14 +254,16 @@ void Run(const void* in, void* out, int64_t count, DType dtype, const NormParams
 
 // GroupNorm (groups > 0) and InstanceNorm (groups == channels); false: use the reference.
 bool BlockNorm(const void* in, const void* scale, const void* bias, void* out, int64_t batch, int64_t channels,
-               int64_t spatial, int64_t groups, DType dtype) {
+               int64_t spatial, int64_t groups, double eps, DType dtype) {
   const int64_t count = FastCount(in, out, batch, channels, spatial, dtype);
   if (count == 0 || groups <= 0 || channels % groups != 0) return false;
+  if (!(std::isfinite(eps) && eps >= 0.0)) return false;  // the reference names 'eps'
   const std::vector<double> s = ColumnF64(scale, channels, dtype, 1.0), b = ColumnF64(bias, channels, dtype, -0.0);
   const NormParams p{s.data(),
                      b.data(),
                      nullptr,
                      nullptr,
+                     eps,
                      static_cast<size_t>(channels),
                      static_cast<size_t>(channels / groups),
                      static_cast<size_t>(spatial)};
@@ -267,17 +272,18 @@ bool BlockNorm(const void* in, const void* scale, const void* bias, void* out, i
 }
 
 bool BatchNorm(const void* in, const void* scale, const void* bias, const void* mean, const void* var, void* out,
-               int64_t batch, int64_t channels, int64_t spatial, DType dtype) {
+               int64_t batch, int64_t channels, int64_t spatial, double eps, DType dtype) {
   const int64_t count = FastCount(in, out, batch, channels, spatial, dtype);
   if (count == 0 || mean == nullptr || var == nullptr) return false;
+  if (!(std::isfinite(eps) && eps >= 0.0)) return false;  // the reference names 'eps'
   const std::vector<double> mu = ColumnF64(mean, channels, dtype, 0.0), v = ColumnF64(var, channels, dtype, 0.0);
   std::vector<double> rstd(v.size());
   for (size_t c = 0; c < v.size(); ++c) {
-    if (!(v[c] + normalization_ops::kEps > 0.0)) return false;  // the reference names the channel
-    rstd[c] = 1.0 / std::sqrt(v[c] + normalization_ops::kEps);
+    if (!(v[c] + eps > 0.0)) return false;  // the reference names the channel
+    rstd[c] = 1.0 / std::sqrt(v[c] + eps);
   }
   const std::vector<double> s = ColumnF64(scale, channels, dtype, 1.0), b = ColumnF64(bias, channels, dtype, -0.0);
-  const NormParams p{s.data(), b.data(), mu.data(), rstd.data(), static_cast<size_t>(channels), 1,
+  const NormParams p{s.data(), b.data(), mu.data(), rstd.data(), eps, static_cast<size_t>(channels), 1,
                      static_cast<size_t>(spatial)};
   Run(in, out, count, dtype, p);
   return true;
@@ -288,21 +294,40 @@ bool BatchNorm(const void* in, const void* scale, const void* bias, const void* 
 void RegisterNormalization(KernelTable& t) {
   t.Normalization_GroupNorm = [](const GroupNormConfig& config, const void* in, const void* scale, const void* bias,
                                  void* out, int64_t batch, int64_t channels, int64_t spatial, DType dtype) {
-    if (!BlockNorm(in, scale, bias, out, batch, channels, spatial, config.Groups, dtype)) {
+    if (!BlockNorm(in, scale, bias, out, batch, channels, spatial, config.Groups, kEps, dtype)) {
       Reference().Normalization_GroupNorm(config, in, scale, bias, out, batch, channels, spatial, dtype);
     }
   };
   t.Normalization_InstanceNorm = [](const void* in, const void* scale, const void* bias, void* out, int64_t batch,
                                     int64_t channels, int64_t spatial, DType dtype) {
-    if (!BlockNorm(in, scale, bias, out, batch, channels, spatial, channels, dtype)) {
+    if (!BlockNorm(in, scale, bias, out, batch, channels, spatial, channels, kEps, dtype)) {
       Reference().Normalization_InstanceNorm(in, scale, bias, out, batch, channels, spatial, dtype);
     }
   };
   t.Normalization_BatchNormEval = [](const void* in, const void* scale, const void* bias, const void* mean,
                                      const void* var, void* out, int64_t batch, int64_t channels, int64_t spatial,
                                      DType dtype) {
-    if (!BatchNorm(in, scale, bias, mean, var, out, batch, channels, spatial, dtype)) {
+    if (!BatchNorm(in, scale, bias, mean, var, out, batch, channels, spatial, kEps, dtype)) {
       Reference().Normalization_BatchNormEval(in, scale, bias, mean, var, out, batch, channels, spatial, dtype);
+    }
+  };
+  t.MathExt_GroupNormEps = [](const GroupNormConfig& config, const void* in, const void* scale, const void* bias,
+                              void* out, int64_t batch, int64_t channels, int64_t spatial, double eps, DType dtype) {
+    if (!BlockNorm(in, scale, bias, out, batch, channels, spatial, config.Groups, eps, dtype)) {
+      Reference().MathExt_GroupNormEps(config, in, scale, bias, out, batch, channels, spatial, eps, dtype);
+    }
+  };
+  t.MathExt_InstanceNormEps = [](const void* in, const void* scale, const void* bias, void* out, int64_t batch,
+                                 int64_t channels, int64_t spatial, double eps, DType dtype) {
+    if (!BlockNorm(in, scale, bias, out, batch, channels, spatial, channels, eps, dtype)) {
+      Reference().MathExt_InstanceNormEps(in, scale, bias, out, batch, channels, spatial, eps, dtype);
+    }
+  };
+  t.MathExt_BatchNormEvalEps = [](const void* in, const void* scale, const void* bias, const void* mean,
+                                  const void* var, void* out, int64_t batch, int64_t channels, int64_t spatial,
+                                  double eps, DType dtype) {
+    if (!BatchNorm(in, scale, bias, mean, var, out, batch, channels, spatial, eps, dtype)) {
+      Reference().MathExt_BatchNormEvalEps(in, scale, bias, mean, var, out, batch, channels, spatial, eps, dtype);
     }
   };
 }

@@ -1,7 +1,8 @@
 // Scalar reference kernels for the Normalization surface over [batch, channels, spatial] tensors:
 // GroupNorm, InstanceNorm (statistics of the input, as torch.nn.functional.group_norm and
 // instance_norm) and BatchNormEval (running statistics, as batch_norm(training=False)).
-// eps = 1e-5; biased variance; mean and variance in double, two passes; every output computed in
+// eps = 1e-5 (MathExt.GroupNormEps, InstanceNormEps, BatchNormEvalEps: the caller's eps, finite
+// and >= 0); biased variance; mean and variance in double, two passes; every output computed in
 // double and rounded once to the storage format. scale and bias are per channel and may be null
 // (weight 1, bias 0). Semantics: docs/semantics/normalization.md.
 #include <fmt/format.h>
@@ -51,6 +52,13 @@ int64_t CheckBuffers(std::string_view op, const void* in, const void* out, int64
   return count;
 }
 
+// eps must be finite and >= 0 (the seed methods' 1e-5 always is).
+void CheckEps(std::string_view op, double eps) {
+  if (!(std::isfinite(eps) && eps >= 0.0)) {
+    ThrowInvalidArgument(op, "eps", "finite and >= 0", fmt::format("{}", eps));
+  }
+}
+
 // The optional per-channel affine parameters, widened; empty when the pointer is null.
 std::vector<double> Optional(const void* values, int64_t channels, DType dtype) {
   return values != nullptr ? Widen<double>(values, channels, dtype) : std::vector<double>{};
@@ -70,7 +78,7 @@ double Affine(double xhat, const std::vector<double>& scale, const std::vector<d
 // variance (two passes in double); element i of the tensor belongs to channel (i / spatial) %
 // channels. GroupNorm blocks are (batch, group) slices, InstanceNorm blocks are (batch, channel).
 void NormalizeBlocks(const void* in, const void* scale, const void* bias, void* out, int64_t count,
-                     int64_t blockSize, int64_t channels, int64_t spatial, DType dtype) {
+                     int64_t blockSize, int64_t channels, int64_t spatial, double eps, DType dtype) {
   const std::vector<double> x = Widen<double>(in, count, dtype);
   const std::vector<double> s = Optional(scale, channels, dtype);
   const std::vector<double> b = Optional(bias, channels, dtype);
@@ -85,7 +93,7 @@ void NormalizeBlocks(const void* in, const void* scale, const void* bias, void* 
       squares += d * d;
     }
     const double variance = squares / static_cast<double>(blockSize);
-    const double rstd = 1.0 / std::sqrt(variance + kEps);
+    const double rstd = 1.0 / std::sqrt(variance + eps);
     for (int64_t i = start; i < start + blockSize; ++i) {
       const int64_t c = (i / spatial) % channels;
       y[static_cast<size_t>(i)] = Affine((x[static_cast<size_t>(i)] - mean) * rstd, s, b, c);
@@ -97,47 +105,71 @@ void NormalizeBlocks(const void* in, const void* scale, const void* bias, void* 
 }  // namespace
 
 // Statistics over each (batch, group) block of (channels / Groups) * spatial elements.
-void GroupNorm(const GroupNormConfig& config, const void* in, const void* scale, const void* bias,
-               void* out, int64_t batch, int64_t channels, int64_t spatial, DType dtype) {
-  constexpr std::string_view kOp = "Normalization.GroupNorm";
-  CheckSizes(kOp, batch, channels, spatial, dtype);
-  CheckPositive(kOp, "config.Groups", config.Groups);
+void GroupNormWith(std::string_view op, const GroupNormConfig& config, const void* in, const void* scale,
+                   const void* bias, void* out, int64_t batch, int64_t channels, int64_t spatial, double eps,
+                   DType dtype) {
+  CheckSizes(op, batch, channels, spatial, dtype);
+  CheckPositive(op, "config.Groups", config.Groups);
   if (channels % config.Groups != 0) {
-    ThrowInvalidArgument(kOp, "config.Groups", fmt::format("a divisor of channels ({})", channels),
+    ThrowInvalidArgument(op, "config.Groups", fmt::format("a divisor of channels ({})", channels),
                          std::to_string(config.Groups));
   }
-  const int64_t count = CheckBuffers(kOp, in, out, batch, channels, spatial);
+  const int64_t count = CheckBuffers(op, in, out, batch, channels, spatial);
+  CheckEps(op, eps);
   const int64_t blockSize = channels / config.Groups * spatial;
   if (blockSize == 0) return;  // nothing to normalise: `out` has no elements
-  NormalizeBlocks(in, scale, bias, out, count, blockSize, channels, spatial, dtype);
+  NormalizeBlocks(in, scale, bias, out, count, blockSize, channels, spatial, eps, dtype);
+}
+
+void GroupNorm(const GroupNormConfig& config, const void* in, const void* scale, const void* bias,
+               void* out, int64_t batch, int64_t channels, int64_t spatial, DType dtype) {
+  GroupNormWith("Normalization.GroupNorm", config, in, scale, bias, out, batch, channels, spatial, kEps,
+                dtype);
+}
+
+void GroupNormEps(const GroupNormConfig& config, const void* in, const void* scale, const void* bias,
+                  void* out, int64_t batch, int64_t channels, int64_t spatial, double eps, DType dtype) {
+  GroupNormWith("MathExt.GroupNormEps", config, in, scale, bias, out, batch, channels, spatial, eps, dtype);
 }
 
 // Statistics over each (batch, channel) plane of `spatial` elements.
+void InstanceNormWith(std::string_view op, const void* in, const void* scale, const void* bias, void* out,
+                      int64_t batch, int64_t channels, int64_t spatial, double eps, DType dtype) {
+  CheckSizes(op, batch, channels, spatial, dtype);
+  const int64_t count = CheckBuffers(op, in, out, batch, channels, spatial);
+  CheckEps(op, eps);
+  if (count == 0) return;
+  NormalizeBlocks(in, scale, bias, out, count, spatial, channels, spatial, eps, dtype);
+}
+
 void InstanceNorm(const void* in, const void* scale, const void* bias, void* out, int64_t batch,
                   int64_t channels, int64_t spatial, DType dtype) {
-  constexpr std::string_view kOp = "Normalization.InstanceNorm";
-  CheckSizes(kOp, batch, channels, spatial, dtype);
-  const int64_t count = CheckBuffers(kOp, in, out, batch, channels, spatial);
-  if (count == 0) return;
-  NormalizeBlocks(in, scale, bias, out, count, spatial, channels, spatial, dtype);
+  InstanceNormWith("Normalization.InstanceNorm", in, scale, bias, out, batch, channels, spatial, kEps, dtype);
+}
+
+void InstanceNormEps(const void* in, const void* scale, const void* bias, void* out, int64_t batch,
+                     int64_t channels, int64_t spatial, double eps, DType dtype) {
+  InstanceNormWith("MathExt.InstanceNormEps", in, scale, bias, out, batch, channels, spatial, eps, dtype);
 }
 
 // y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c] with the given running statistics.
 // mean and var are per channel, in `dtype`, mandatory; var[c] + eps must be > 0 (NaN rejected).
-void BatchNormEval(const void* in, const void* scale, const void* bias, const void* mean,
-                   const void* var, void* out, int64_t batch, int64_t channels, int64_t spatial,
-                   DType dtype) {
-  constexpr std::string_view kOp = "Normalization.BatchNormEval";
-  CheckSizes(kOp, batch, channels, spatial, dtype);
-  const int64_t count = CheckBuffers(kOp, in, out, batch, channels, spatial);
-  CheckPointer(kOp, "mean", mean, channels);
-  CheckPointer(kOp, "var", var, channels);
+void BatchNormEvalWith(std::string_view op, const void* in, const void* scale, const void* bias,
+                       const void* mean, const void* var, void* out, int64_t batch, int64_t channels,
+                       int64_t spatial, double eps, DType dtype) {
+  CheckSizes(op, batch, channels, spatial, dtype);
+  const int64_t count = CheckBuffers(op, in, out, batch, channels, spatial);
+  CheckPointer(op, "mean", mean, channels);
+  CheckPointer(op, "var", var, channels);
+  CheckEps(op, eps);
   const std::vector<double> mu = Widen<double>(mean, channels, dtype);
   const std::vector<double> sigma2 = Widen<double>(var, channels, dtype);
   for (int64_t c = 0; c < channels; ++c) {
     const double v = sigma2[static_cast<size_t>(c)];
-    if (!(v + kEps > 0.0)) {
-      ThrowInvalidArgument(kOp, "var", "such that var[c] + 1e-5 > 0 for every channel",
+    if (!(v + eps > 0.0)) {
+      // The seed's message spells its constant as "1e-5".
+      const std::string bound = eps == kEps ? "1e-5" : fmt::format("{}", eps);
+      ThrowInvalidArgument(op, "var", fmt::format("such that var[c] + {} > 0 for every channel", bound),
                            fmt::format("var[{}] = {}", c, v));
     }
   }
@@ -147,11 +179,25 @@ void BatchNormEval(const void* in, const void* scale, const void* bias, const vo
   std::vector<double> y(x.size());
   for (int64_t i = 0; i < count; ++i) {
     const int64_t c = (i / spatial) % channels;
-    const double rstd = 1.0 / std::sqrt(sigma2[static_cast<size_t>(c)] + kEps);
+    const double rstd = 1.0 / std::sqrt(sigma2[static_cast<size_t>(c)] + eps);
     y[static_cast<size_t>(i)] =
         Affine((x[static_cast<size_t>(i)] - mu[static_cast<size_t>(c)]) * rstd, s, b, c);
   }
   Narrow(y, out, dtype);
+}
+
+void BatchNormEval(const void* in, const void* scale, const void* bias, const void* mean,
+                   const void* var, void* out, int64_t batch, int64_t channels, int64_t spatial,
+                   DType dtype) {
+  BatchNormEvalWith("Normalization.BatchNormEval", in, scale, bias, mean, var, out, batch, channels, spatial,
+                    kEps, dtype);
+}
+
+void BatchNormEvalEps(const void* in, const void* scale, const void* bias, const void* mean,
+                      const void* var, void* out, int64_t batch, int64_t channels, int64_t spatial,
+                      double eps, DType dtype) {
+  BatchNormEvalWith("MathExt.BatchNormEvalEps", in, scale, bias, mean, var, out, batch, channels, spatial,
+                    eps, dtype);
 }
 
 }  // namespace normalization
@@ -160,6 +206,9 @@ void RegisterNormalization(KernelTable& table) {
   table.Normalization_GroupNorm = &normalization::GroupNorm;
   table.Normalization_InstanceNorm = &normalization::InstanceNorm;
   table.Normalization_BatchNormEval = &normalization::BatchNormEval;
+  table.MathExt_GroupNormEps = &normalization::GroupNormEps;
+  table.MathExt_InstanceNormEps = &normalization::InstanceNormEps;
+  table.MathExt_BatchNormEvalEps = &normalization::BatchNormEvalEps;
 }
 
 }  // namespace backplane::cpu::ref

@@ -314,7 +314,8 @@ OpImpl LayerNorm() {
       }};
 }
 
-// Channel norms: x [B, C, spatial...]; every other given input is a per-channel vector [C].
+// Channel norms: x [B, C, spatial...]; every other given input is a per-channel vector [C]; any
+// finite eps >= 0 (the MathExt *Eps methods take it).
 std::vector<TensorType> ChannelNormInfer(std::span<const TensorType> in, const Attrs& attrs) {
   ExpectDType(attrs, in, 0, kFloatDTypes);
   ExpectMinRank(attrs, in, 0, 2);
@@ -323,7 +324,9 @@ std::vector<TensorType> ChannelNormInfer(std::span<const TensorType> in, const A
     ExpectSameDType(attrs, in, {0, i});
     ExpectShape(attrs, in, i, {in[0].shape[1]});
   }
-  ExpectFixedEps(attrs, 1e-5);
+  if (const double e = attrs.Float("eps"); !(std::isfinite(e) && e >= 0)) {
+    attrs.Fail("eps", "finite and >= 0", fmt::format("{}", e));
+  }
   return {in[0]};
 }
 
@@ -334,6 +337,7 @@ ChannelDims Channels(const Tensor& x) {
   return {x.shape()[0], x.shape()[1], Product(x.shape(), 2, x.shape().size())};
 }
 
+// eps 1e-5 runs Normalization.GroupNorm (the seed's fixed-eps method), any other eps GroupNormEps.
 OpImpl GroupNorm() {
   return OpImpl{[](std::span<const TensorType> in, const Attrs& attrs) {
                   auto out = ChannelNormInfer(in, attrs);
@@ -348,27 +352,51 @@ OpImpl GroupNorm() {
                 [](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
                   const ChannelDims c = Channels(in[0]);
                   const GroupNormConfig config{ctx.attrs.Int("groups")};
-                  ctx.backend.Normalization().GroupNorm(config, in[0].data(), in[1].data(), in[2].data(),
-                                                        out[0].data(), c.batch, c.channels, c.spatial,
-                                                        in[0].dtype());
+                  const double eps = ctx.attrs.Float("eps");
+                  if (eps == 1e-5) {
+                    ctx.backend.Normalization().GroupNorm(config, in[0].data(), in[1].data(), in[2].data(),
+                                                          out[0].data(), c.batch, c.channels, c.spatial,
+                                                          in[0].dtype());
+                  } else {
+                    ctx.backend.MathExt().GroupNormEps(config, in[0].data(), in[1].data(), in[2].data(),
+                                                       out[0].data(), c.batch, c.channels, c.spatial, eps,
+                                                       in[0].dtype());
+                  }
                 }};
 }
 
+// eps 1e-5 runs Normalization.InstanceNorm (the seed's fixed-eps method), any other eps InstanceNormEps.
 OpImpl InstanceNorm() {
   return OpImpl{ChannelNormInfer, [](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
                   const ChannelDims c = Channels(in[0]);
-                  ctx.backend.Normalization().InstanceNorm(in[0].data(), Optional(in, 1), Optional(in, 2),
-                                                           out[0].data(), c.batch, c.channels, c.spatial,
-                                                           in[0].dtype());
+                  const double eps = ctx.attrs.Float("eps");
+                  if (eps == 1e-5) {
+                    ctx.backend.Normalization().InstanceNorm(in[0].data(), Optional(in, 1), Optional(in, 2),
+                                                             out[0].data(), c.batch, c.channels, c.spatial,
+                                                             in[0].dtype());
+                  } else {
+                    ctx.backend.MathExt().InstanceNormEps(in[0].data(), Optional(in, 1), Optional(in, 2),
+                                                          out[0].data(), c.batch, c.channels, c.spatial, eps,
+                                                          in[0].dtype());
+                  }
                 }};
 }
 
+// eps 1e-5 runs Normalization.BatchNormEval (the seed's fixed-eps method), any other eps
+// BatchNormEvalEps.
 OpImpl BatchNorm() {
   return OpImpl{ChannelNormInfer, [](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
                   const ChannelDims c = Channels(in[0]);
-                  ctx.backend.Normalization().BatchNormEval(in[0].data(), Optional(in, 1), Optional(in, 2),
-                                                            in[3].data(), in[4].data(), out[0].data(),
-                                                            c.batch, c.channels, c.spatial, in[0].dtype());
+                  const double eps = ctx.attrs.Float("eps");
+                  if (eps == 1e-5) {
+                    ctx.backend.Normalization().BatchNormEval(in[0].data(), Optional(in, 1), Optional(in, 2),
+                                                              in[3].data(), in[4].data(), out[0].data(),
+                                                              c.batch, c.channels, c.spatial, in[0].dtype());
+                  } else {
+                    ctx.backend.MathExt().BatchNormEvalEps(in[0].data(), Optional(in, 1), Optional(in, 2),
+                                                           in[3].data(), in[4].data(), out[0].data(), c.batch,
+                                                           c.channels, c.spatial, eps, in[0].dtype());
+                  }
                 }};
 }
 

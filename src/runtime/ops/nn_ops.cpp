@@ -21,8 +21,9 @@
 //                             -> [N, Cout, out...], out = floor((in + 2p - d(k-1) - 1) / s) + 1
 //   convolution.conv_transpose2d  x [N, Cin, H, W], w [Cin, Cout, kH, kW], bias [Cout]
 //                             -> [N, Cout, oH, oW], out = (in-1)s - 2p + d(k-1) + 1 + out_pad
-//                             (0 <= out_pad < max(s, d)). Convolutions take groups = 1 only (else
-//                             InvalidArgument); an empty spatial input gives an empty output; the
+//                             (0 <= out_pad < max(s, d)). Convolutions take groups >= 1 (w
+//                             [Cout, Cin / groups, k...], one kernel call per group; transposed:
+//                             groups 1); an empty spatial input gives an empty output; the
 //                             catalog lists bias as required, the lowering also runs without it.
 //   pooling.max/avg_pool2d    x [N, C, H, W] -> [N, C, oH, oW], out = floor((in + 2p - k) / s) + 1,
 //                             0 <= pad <= kernel / 2; avg excludes padding from the count.
@@ -32,7 +33,10 @@
 //                             (rows [0, D) of w make q, [D, 2D) k, [2D, 3D) v)
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -386,17 +390,25 @@ int64_t ConvExtent(const Attrs& attrs, const ConvAxis& a, int64_t in, int64_t k,
 }
 
 // x [N, Cin, s...], w [Cout, Cin, k...] (transposed: [Cin, Cout, k...]), bias [Cout].
+// Grouped (groups > 1): w is [Cout, Cin / groups, k...], both channel counts multiples of groups.
 std::vector<TensorType> ConvInfer(size_t r, bool transposed, Span in, const Attrs& attrs) {
-  if (!transposed && attrs.Int("groups") != 1) {
-    attrs.Fail("groups", "1 (grouped convolution is not supported)", std::to_string(attrs.Int("groups")));
-  }
+  const int64_t groups = transposed ? 1 : attrs.Int("groups");  // conv_transpose2d has no groups
+  if (groups < 1) attrs.Fail("groups", "a positive integer", std::to_string(groups));
   ExpectDType(attrs, in, 0, kFloatDTypes);
   ExpectSameDType(attrs, in, {0, 1, 2});
   ExpectRank(attrs, in, 0, static_cast<int64_t>(r) + 2);
   ExpectRank(attrs, in, 1, static_cast<int64_t>(r) + 2);
   const int64_t cout = Dim(in, 1, transposed ? 1 : 0);
-  ExpectDimsEqual(attrs, fmt::format("w's input channels (dim {})", transposed ? 0 : 1), Dim(in, 1, transposed ? 0 : 1),
-                  Dim(in, 0, 1));
+  if (groups > 1) {
+    if (Dim(in, 0, 1) % groups != 0 || cout % groups != 0) {
+      attrs.Fail("groups", fmt::format("a divisor of the input ({}) and output ({}) channel counts", Dim(in, 0, 1), cout),
+                 std::to_string(groups));
+    }
+    ExpectDimsEqual(attrs, "w's input channels (dim 1) times groups", Dim(in, 1, 1) * groups, Dim(in, 0, 1));
+  } else {
+    ExpectDimsEqual(attrs, fmt::format("w's input channels (dim {})", transposed ? 0 : 1),
+                    Dim(in, 1, transposed ? 0 : 1), Dim(in, 0, 1));
+  }
   if (Present(in, 2)) ExpectShape(attrs, in, 2, {cout});
   const std::vector<ConvAxis> axes = ConvAxes(attrs, r, transposed);
   Shape out = {Dim(in, 0, 0), cout};
@@ -408,13 +420,53 @@ std::vector<TensorType> ConvInfer(size_t r, bool transposed, Span in, const Attr
   return {{in[0].dtype, out}};
 }
 
+// One kernel call on (x, w, bias, y) with cin input and cout output channels.
+using ConvCall = std::function<void(const void* x, const void* w, const void* bias, void* y, int64_t cin, int64_t cout)>;
+
+// groups == 1: one call. Otherwise one call per group on contiguous copies of the group's input
+// channels, the group's rows of w and bias, and a contiguous output copied into y's channels.
+void GroupedConv(const Attrs& attrs, std::span<const Tensor> in, Tensor& y, const ConvCall& call) {
+  const Tensor& x = in[0];
+  const Tensor& w = in[1];
+  const void* bias = OptionalData(in, 2);
+  const int64_t groups = attrs.Int("groups");
+  const int64_t cin = x.dim(1), cout = y.dim(1);
+  if (groups == 1) return call(x.data(), w.data(), bias, y.data(), cin, cout);
+  const int64_t n = x.dim(0), cin_g = cin / groups, cout_g = cout / groups;
+  const int64_t x_plane = x.numel() / std::max<int64_t>(1, n * cin), y_plane = y.numel() / std::max<int64_t>(1, n * cout);
+  const size_t e = DTypeStorageBytes(x.dtype(), 1);
+  const size_t w_group = static_cast<size_t>(w.numel() / groups) * e;
+  Shape xs = x.shape(), ys = y.shape();
+  xs[1] = cin_g;
+  ys[1] = cout_g;
+  Tensor xg(x.dtype(), xs), yg(y.dtype(), ys);
+  const auto* xb = static_cast<const uint8_t*>(x.data());
+  auto* yb = static_cast<uint8_t*>(y.data());
+  const size_t x_block = static_cast<size_t>(cin_g * x_plane) * e, y_block = static_cast<size_t>(cout_g * y_plane) * e;
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t b = 0; b < n; ++b) {
+      std::memcpy(static_cast<uint8_t*>(xg.data()) + static_cast<size_t>(b) * x_block,
+                  xb + static_cast<size_t>(b * cin + g * cin_g) * static_cast<size_t>(x_plane) * e, x_block);
+    }
+    const void* bias_g = bias != nullptr ? static_cast<const uint8_t*>(bias) + static_cast<size_t>(g * cout_g) * e : nullptr;
+    call(xg.data(), static_cast<const uint8_t*>(w.data()) + static_cast<size_t>(g) * w_group, bias_g, yg.data(), cin_g,
+         cout_g);
+    for (int64_t b = 0; b < n; ++b) {
+      std::memcpy(yb + static_cast<size_t>(b * cout + g * cout_g) * static_cast<size_t>(y_plane) * e,
+                  static_cast<const uint8_t*>(yg.data()) + static_cast<size_t>(b) * y_block, y_block);
+    }
+  }
+}
+
 void Conv1dRun(OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
   const ConvAxis a = ConvAxes(ctx.attrs, 1, false)[0];
   const Tensor& x = in[0];
   const Tensor& w = in[1];
-  ctx.backend.Convolution().Conv1D(Conv1DConfig{a.stride, a.pad, a.dil}, x.data(), w.data(), OptionalData(in, 2),
-                                   out[0].data(), x.dim(0), x.dim(1), x.dim(2), w.dim(0), w.dim(2), out[0].dim(2),
-                                   x.dtype());
+  Tensor& y = out[0];
+  GroupedConv(ctx.attrs, in, y, [&](const void* xp, const void* wp, const void* bp, void* yp, int64_t cin, int64_t cout) {
+    ctx.backend.Convolution().Conv1D(Conv1DConfig{a.stride, a.pad, a.dil}, xp, wp, bp, yp, x.dim(0), cin, x.dim(2), cout,
+                                     w.dim(2), y.dim(2), x.dtype());
+  });
 }
 
 Conv2DConfig Config2D(const std::vector<ConvAxis>& a) {
@@ -424,9 +476,12 @@ Conv2DConfig Config2D(const std::vector<ConvAxis>& a) {
 void Conv2dRun(OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
   const Tensor& x = in[0];
   const Tensor& w = in[1];
-  ctx.backend.Convolution().Conv2D(Config2D(ConvAxes(ctx.attrs, 2, false)), x.data(), w.data(), OptionalData(in, 2),
-                                   out[0].data(), x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), w.dim(2), w.dim(3),
-                                   out[0].dim(2), out[0].dim(3), x.dtype());
+  Tensor& y = out[0];
+  const Conv2DConfig config = Config2D(ConvAxes(ctx.attrs, 2, false));
+  GroupedConv(ctx.attrs, in, y, [&](const void* xp, const void* wp, const void* bp, void* yp, int64_t cin, int64_t cout) {
+    ctx.backend.Convolution().Conv2D(config, xp, wp, bp, yp, x.dim(0), cin, x.dim(2), x.dim(3), cout, w.dim(2), w.dim(3),
+                                     y.dim(2), y.dim(3), x.dtype());
+  });
 }
 
 void Conv3dRun(OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
@@ -435,10 +490,11 @@ void Conv3dRun(OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out
                             a[2].pad,    a[0].dil,    a[1].dil,    a[2].dil};
   const Tensor& x = in[0];
   const Tensor& w = in[1];
-  const Tensor& y = out[0];
-  ctx.backend.Convolution().Conv3D(config, x.data(), w.data(), OptionalData(in, 2), out[0].data(), x.dim(0), x.dim(1),
-                                   x.dim(2), x.dim(3), x.dim(4), w.dim(0), w.dim(2), w.dim(3), w.dim(4), y.dim(2),
-                                   y.dim(3), y.dim(4), x.dtype());
+  Tensor& y = out[0];
+  GroupedConv(ctx.attrs, in, y, [&](const void* xp, const void* wp, const void* bp, void* yp, int64_t cin, int64_t cout) {
+    ctx.backend.Convolution().Conv3D(config, xp, wp, bp, yp, x.dim(0), cin, x.dim(2), x.dim(3), x.dim(4), cout, w.dim(2),
+                                     w.dim(3), w.dim(4), y.dim(2), y.dim(3), y.dim(4), x.dtype());
+  });
 }
 
 void ConvTranspose2dRun(OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
@@ -530,16 +586,13 @@ Shape ProjectionInfer(Span in, const Attrs& attrs) {
   return Leading(in, 0, 1);
 }
 
-// y [rows, out] = x [rows, in] W^T + bias: W transposed once, one Matmul, then the bias.
+// y [rows, out] = x [rows, in] W^T + bias: one MatmulTransB on W as stored, then the bias.
 void Project(Backend& b, std::span<const Tensor> in, Tensor& y) {
   const Tensor& x = in[0];
   const Tensor& w = in[1];
   const int64_t n_out = w.dim(0), n_in = w.dim(1);
   const int64_t rows = LeadingCount(x, 1);
-  Tensor wt(w.dtype(), {n_in, n_out});
-  const int64_t perm[] = {1, 0};
-  b.Shape().Transpose(w.data(), wt.data(), w.shape().data(), 2, perm, w.dtype());
-  b.Matmul().Matmul(y.data(), x.data(), wt.data(), rows, n_in, n_out, x.dtype());
+  b.MathExt().MatmulTransB(y.data(), x.data(), w.data(), rows, n_in, n_out, x.dtype());
   if (in.size() > 2 && in[2].defined()) {
     const Tensor bias = Expand(in[2], {rows, n_out});
     b.Elementwise().Add(y.data(), y.data(), bias.data(), y.numel(), y.dtype());

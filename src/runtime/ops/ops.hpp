@@ -16,5 +16,7 @@ void RegisterResearchOps(OpRegistry& registry);     // hawkes, vsa, active_infer
                                                     // predictive_coding, markov_blanket, causal,
                                                     // physics, pospop
 void RegisterSamplingQuantOps(OpRegistry& registry);  // sampling.*, quant.*
+void RegisterTensorElementwiseOps(OpRegistry& registry);  // tensor.compare..., tensor.where, cast, pow, mod, round
+void RegisterTensorAxisOps(OpRegistry& registry);         // tensor.argmax/argmin, cumsum, trilu, gather_elements
 
 }  // namespace backplane::runtime::ops

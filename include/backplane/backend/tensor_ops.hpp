@@ -1,0 +1,142 @@
+// Backend surface TensorOps: the dtype-general tensor ops exported graphs use for masks, indices
+// and shape arithmetic (ONNX's comparison, logic, Where, Cast, ArgMax, CumSum, Trilu, Pow, Mod,
+// GatherElements, rounding). Flat buffers; the graph lowerings broadcast and move axes.
+// Semantics: docs/semantics/tensor_ops.md.
+//   Compare:        out[i] = a[i] <op> b[i] as bool (bit-packed, LSB first), NaN compares false
+//                   except under NotEqual.
+//   Logical:        out[i] = a[i] <op> b[i] on bools (b unused by Not).
+//   Where:          out[i] = cond[i] ? a[i] : b[i] (cond bool).
+//   Cast:           out[i] = in[i] converted from `from` to `to` (rules in the semantics doc).
+//   ArgReduce:      out[o, j] = index along the axis of the max (min) of in[o, :, j], first (or
+//                   last) of ties; a NaN counts as the maximum and the minimum (first NaN wins).
+//   CumSum:         out[o, k, j] = sum of in[o, m, j] for m <= k (m < k exclusive; m >= k reverse).
+//   Trilu:          each [rows, cols] matrix with the elements above (upper: below) diagonal k
+//                   zeroed: lower keeps j - i <= k, upper keeps j - i >= k.
+//   Pow:            out[i] = pow(a[i], b[i]) (std::pow, IEEE special cases).
+//   Mod:            fmod: C fmod (sign of a); otherwise the floor remainder (sign of b, Python's
+//                   %); an integer division by zero is InvalidArgument.
+//   GatherElements: out[o, k, j] = in[o, idx[o, k, j], j] with idx int64 in [-axis, axis).
+//   Round:          floor, ceil, round-half-to-even, trunc, or erf, elementwise on floats.
+#pragma once
+
+#include <cstdint>
+
+#include "backplane/backend/families.hpp"
+#include "backplane/dtype.hpp"
+
+namespace backplane {
+
+// Byte-addressable real dtypes: the floats (fp8 excluded), the signed and unsigned integers
+// (i4 excluded); Bool where a method says so.
+inline constexpr DTypeSet kTensorDTypes{DType::Float64, DType::Float32, DType::Float16,
+                                        DType::BFloat16, DType::Int64,   DType::Int32,
+                                        DType::Int16,   DType::Int8,    DType::Uint64,
+                                        DType::Uint32,  DType::Uint16,  DType::Uint8};
+inline constexpr DTypeSet kTensorDTypesAndBool = kTensorDTypes | DTypeSet{DType::Bool};
+
+enum class CompareOp : int32_t { Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual };
+struct CompareConfig {
+  CompareOp Op = CompareOp::Equal;
+};
+enum class LogicalOp : int32_t { And, Or, Xor, Not };
+struct LogicalConfig {
+  LogicalOp Op = LogicalOp::And;
+};
+struct ArgReduceConfig {
+  bool Max = true;          // false: argmin
+  bool SelectLast = false;  // the last index of equal extremes
+};
+struct CumSumConfig {
+  bool Exclusive = false;
+  bool Reverse = false;
+};
+struct TriluConfig {
+  bool Upper = true;
+  int64_t K = 0;  // diagonal offset
+};
+struct ModConfig {
+  bool Fmod = false;
+};
+enum class RoundOp : int32_t { Floor, Ceil, HalfToEven, Trunc, Erf };
+struct RoundConfig {
+  RoundOp Op = RoundOp::Floor;
+};
+
+#define BP_RET_Compare void
+#define BP_PARAMS_Compare \
+  const CompareConfig &config, const void *a, const void *b, void *out, int64_t count, DType dtype
+#define BP_ARGS_Compare config, a, b, out, count, dtype
+
+#define BP_RET_Logical void
+#define BP_PARAMS_Logical \
+  const LogicalConfig &config, const void *a, const void *b, void *out, int64_t count, DType dtype
+#define BP_ARGS_Logical config, a, b, out, count, dtype
+
+#define BP_RET_Where void
+#define BP_PARAMS_Where \
+  const void *cond, const void *a, const void *b, void *out, int64_t count, DType dtype
+#define BP_ARGS_Where cond, a, b, out, count, dtype
+
+#define BP_RET_Cast void
+#define BP_PARAMS_Cast const void *in, DType from, void *out, DType to, int64_t count
+#define BP_ARGS_Cast in, from, out, to, count
+
+#define BP_RET_ArgReduce void
+#define BP_PARAMS_ArgReduce                                                                    \
+  const ArgReduceConfig &config, const void *in, int64_t *out, int64_t outer, int64_t axis, \
+      int64_t inner, DType dtype
+#define BP_ARGS_ArgReduce config, in, out, outer, axis, inner, dtype
+
+#define BP_RET_CumSum void
+#define BP_PARAMS_CumSum                                                                    \
+  const CumSumConfig &config, const void *in, void *out, int64_t outer, int64_t axis,     \
+      int64_t inner, DType dtype
+#define BP_ARGS_CumSum config, in, out, outer, axis, inner, dtype
+
+#define BP_RET_Trilu void
+#define BP_PARAMS_Trilu \
+  const TriluConfig &config, const void *in, void *out, int64_t batch, int64_t rows, int64_t cols, DType dtype
+#define BP_ARGS_Trilu config, in, out, batch, rows, cols, dtype
+
+#define BP_RET_Pow void
+#define BP_PARAMS_Pow const void *a, const void *b, void *out, int64_t count, DType dtype
+#define BP_ARGS_Pow a, b, out, count, dtype
+
+#define BP_RET_Mod void
+#define BP_PARAMS_Mod \
+  const ModConfig &config, const void *a, const void *b, void *out, int64_t count, DType dtype
+#define BP_ARGS_Mod config, a, b, out, count, dtype
+
+#define BP_RET_GatherElements void
+#define BP_PARAMS_GatherElements                                                                 \
+  const void *in, const int64_t *indices, void *out, int64_t outer, int64_t inAxis,           \
+      int64_t outAxis, int64_t inner, DType dtype
+#define BP_ARGS_GatherElements in, indices, out, outer, inAxis, outAxis, inner, dtype
+
+#define BP_RET_Round void
+#define BP_PARAMS_Round const RoundConfig &config, const void *in, void *out, int64_t count, DType dtype
+#define BP_ARGS_Round config, in, out, count, dtype
+
+// X(Surface, Method, Family, accepted DTypes)
+#define BP_SURFACE_TENSOR_OPS(X)                                        \
+  X(TensorOps, Compare, Compare, kTensorDTypesAndBool)                  \
+  X(TensorOps, Logical, Logical, DTypeSet{DType::Bool})                 \
+  X(TensorOps, Where, Where, kTensorDTypesAndBool)                      \
+  X(TensorOps, Cast, Cast, kTensorDTypesAndBool)                        \
+  X(TensorOps, ArgReduce, ArgReduce, kTensorDTypes)                     \
+  X(TensorOps, CumSum, CumSum, kTensorDTypes)                           \
+  X(TensorOps, Trilu, Trilu, kTensorDTypesAndBool)                      \
+  X(TensorOps, Pow, Pow, kFloatDTypes)                                  \
+  X(TensorOps, Mod, Mod, kTensorDTypes)                                 \
+  X(TensorOps, GatherElements, GatherElements, kTensorDTypesAndBool)    \
+  X(TensorOps, Round, Round, kFloatDTypes)
+
+class TensorOpsSurface {
+ public:
+  virtual ~TensorOpsSurface() = default;
+#define BP_DECLARE_PURE(S, M, F, D) virtual BP_RET_##F M(BP_PARAMS_##F) = 0;
+  BP_SURFACE_TENSOR_OPS(BP_DECLARE_PURE)
+#undef BP_DECLARE_PURE
+};
+
+}  // namespace backplane

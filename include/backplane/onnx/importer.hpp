@@ -1,0 +1,56 @@
+// ONNX import: a ModelProto file (default domain, opsets 7-17) to a Backplane graph plus its
+// initializer tensors. Every ONNX node lowers onto catalog ops through an explicit table
+// (src/onnx/op_table.cpp); anything the table cannot express exactly is an error, never skipped.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backplane/ir/graph.hpp"
+#include "backplane/tensor.hpp"
+
+namespace backplane::onnx {
+
+inline constexpr int kMinOpset = 7;
+inline constexpr int kMaxOpset = 17;
+
+struct ImportOptions {
+  // Graph inputs bound to fixed values at import time: they become constants (and may be folded,
+  // e.g. a Reshape's shape fed as an input). Names not among the graph inputs throw.
+  std::map<std::string, Tensor> bind_inputs;
+};
+
+struct ImportResult {
+  // Parameters (the initializers and folded constants a node reads) have init kind "zeros" and
+  // trainable false; load `initializers` into the executor, or set the init to a file holding them.
+  ir::Graph graph;
+  std::map<std::string, Tensor> initializers;
+  int64_t opset = 0;                   // the default domain's opset the model imports
+  std::vector<std::string> op_types;   // distinct ONNX op types of the graph, in first-use order
+};
+
+// Reads and lowers a model; throws Error naming the model and, for node problems,
+// "node 'name' (OpType)" with the attribute or input and the value expected. Unsupported ops,
+// attribute values and dtypes use ErrorCode::NotImplemented; malformed files InvalidArgument.
+ImportResult ImportOnnx(const std::string& path, const ImportOptions& options = {});
+
+// Names of the model's graph inputs that are not initializers, in order.
+std::vector<std::string> GraphInputNames(const std::string& path);
+std::vector<std::string> GraphOutputNames(const std::string& path);
+// Distinct op types of the model's graph, in first-use order.
+std::vector<std::string> ModelOpTypes(const std::string& path);
+
+// Sets every parameter of `result.graph` to read `tensor file` (relative to the graph file), as
+// `backplane import` writes them.
+void PointParamsAtFile(ir::Graph& graph, const std::string& safetensors_file);
+
+// A serialized TensorProto file (the node tests' input_*.pb / output_*.pb): its name (may be
+// empty) and value. External data is read relative to the file's directory.
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+NamedTensor ReadTensorProtoFile(const std::string& path);
+
+}  // namespace backplane::onnx

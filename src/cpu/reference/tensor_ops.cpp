@@ -1,0 +1,16 @@
+// Scalar reference kernels of the TensorOps surface: registration of the two halves
+// (tensor_ops_elementwise.cpp: Compare, Logical, Where, Cast, Pow, Mod, Round;
+// tensor_ops_axis.cpp: ArgReduce, CumSum, Trilu, GatherElements).
+#include "cpu/reference/reference.hpp"
+
+namespace backplane::cpu::ref {
+
+void RegisterTensorOpsElementwise(KernelTable& table);
+void RegisterTensorOpsAxis(KernelTable& table);
+
+void RegisterTensorOps(KernelTable& table) {
+  RegisterTensorOpsElementwise(table);
+  RegisterTensorOpsAxis(table);
+}
+
+}  // namespace backplane::cpu::ref

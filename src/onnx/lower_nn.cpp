@@ -1,0 +1,450 @@
+// Lowerings of ONNX's network ops: MatMul, Gemm, Conv, pooling, the norms, Softmax/LogSoftmax and
+// inference-mode Dropout.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backplane/onnx/importer.hpp"
+#include "onnx/op_table.hpp"
+
+namespace backplane::onnx {
+namespace {
+
+std::string List(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+void MatMul(Context& ctx) {
+  ctx.AllowAttrs({});
+  ctx.Op("math.matmul", {ctx.Input(0), ctx.Input(1)}, {}, ctx.Output(0));
+}
+
+// Gemm: alpha op(A) op(B) + beta C, op() a transpose when transA / transB.
+void Gemm(Context& ctx) {
+  ctx.AllowAttrs({"alpha", "beta", "transA", "transB"});
+  const DType d = ctx.In(0).dtype;
+  std::string a = ctx.Input(0), b = ctx.Input(1);
+  if (ctx.AttrInt("transA", 0) != 0) a = ctx.Op("shape.transpose", {a}, {{"perm", std::vector<int64_t>{1, 0}}});
+  if (ctx.AttrInt("transB", 0) != 0) b = ctx.Op("shape.transpose", {b}, {{"perm", std::vector<int64_t>{1, 0}}});
+  const double alpha = ctx.AttrFloat("alpha", 1.0);
+  const double beta = ctx.AttrFloat("beta", 1.0);
+  const bool has_c = ctx.HasInput(2) && beta != 0.0;
+  std::string y = ctx.Op("math.matmul", {a, b}, {}, alpha == 1.0 && !has_c ? ctx.Output(0) : "");
+  if (alpha != 1.0) y = ctx.Op("math.mul", {y, ctx.Scalar(alpha, d)}, {}, has_c ? "" : ctx.Output(0));
+  if (has_c) {
+    std::string c = ctx.Input(2);
+    if (beta != 1.0) c = ctx.Op("math.mul", {c, ctx.Scalar(beta, d)});
+    ctx.Op("math.add", {y, c}, {}, ctx.Output(0));
+  }
+}
+
+// Spatial geometry shared by Conv and the pools: kernel, strides, dilations, symmetric pads.
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: one (symmetric) value per axis
+  std::vector<int64_t> begin, end;                          // with allow_asymmetric
+};
+
+Window ResolveWindow(Context& ctx, const Value& x, std::vector<int64_t> kernel, bool allow_dilation,
+                     bool allow_asymmetric = false) {
+  const size_t s = kernel.size();
+  Window w;
+  w.kernel = kernel;
+  w.strides = ctx.AttrInts("strides").value_or(std::vector<int64_t>(s, 1));
+  w.dilations = ctx.AttrInts("dilations").value_or(std::vector<int64_t>(s, 1));
+  if (w.strides.size() != s) ctx.Invalid(fmt::format("attribute 'strides' must have {} entries, got {}", s, List(w.strides)));
+  if (w.dilations.size() != s) ctx.Invalid(fmt::format("attribute 'dilations' must have {} entries, got {}", s, List(w.dilations)));
+  if (!allow_dilation) {
+    for (int64_t v : w.dilations) {
+      if (v != 1) ctx.Unsupported(fmt::format("attribute 'dilations' must be all 1 (the catalog pools have no dilation), got {}", List(w.dilations)));
+    }
+  }
+  const std::string auto_pad = ctx.AttrString("auto_pad", "NOTSET");
+  std::vector<int64_t> begin(s, 0), end(s, 0);
+  if (auto_pad == "NOTSET") {
+    const std::vector<int64_t> pads = ctx.AttrInts("pads").value_or(std::vector<int64_t>(2 * s, 0));
+    if (pads.size() != 2 * s) ctx.Invalid(fmt::format("attribute 'pads' must have {} entries, got {}", 2 * s, List(pads)));
+    for (size_t i = 0; i < s; ++i) {
+      begin[i] = pads[i];
+      end[i] = pads[i + s];
+    }
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (x.rank() != static_cast<int64_t>(s) + 2) ctx.Invalid("input rank does not match the kernel");
+    for (size_t i = 0; i < s; ++i) {
+      const ir::Dim& dim = x.dims[i + 2];
+      if (!dim.symbol.empty()) ctx.Unsupported("auto_pad SAME needs static spatial dimensions");
+      const int64_t in = dim.size;
+      const int64_t out = (in + w.strides[i] - 1) / w.strides[i];
+      const int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 - in);
+      begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[i] = total - begin[i];
+    }
+  } else if (auto_pad != "VALID") {
+    ctx.Invalid(fmt::format("attribute 'auto_pad' must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '{}'", auto_pad));
+  }
+  w.begin = begin;
+  w.end = end;
+  for (size_t i = 0; i < s; ++i) {
+    if (begin[i] != end[i] && allow_asymmetric) {
+      w.pads.push_back(-1);  // explicit padding by the caller
+      continue;
+    }
+    if (begin[i] != end[i]) {
+      ctx.Unsupported(fmt::format("asymmetric padding (begin {}, end {} on spatial axis {}); the catalog pads "
+                                  "both sides equally",
+                                  begin[i], end[i], i));
+    }
+    w.pads.push_back(begin[i]);
+  }
+  return w;
+}
+
+// `v` padded on `axis` with `before` and `after` slices of `value` (static shapes).
+std::string PadAxis(Context& ctx, const std::string& v, size_t axis, int64_t before, int64_t after, double value) {
+  if (before == 0 && after == 0) return v;
+  const Value& x = ctx.Get(v);
+  if (!x.is_static()) ctx.Unsupported("explicit padding needs a static input shape");
+  std::vector<std::string> parts;
+  auto slab = [&](int64_t extent) {
+    Shape shape = x.shape();
+    shape[axis] = extent;
+    Tensor t(x.dtype, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.SetDouble(i, value);
+    return ctx.ConstTensor(t, "pad");
+  };
+  if (before > 0) parts.push_back(slab(before));
+  parts.push_back(v);
+  if (after > 0) parts.push_back(slab(after));
+  return ctx.Op("shape.concat", parts, {{"axis", static_cast<int64_t>(axis)}});
+}
+
+void Conv(Context& ctx) {
+  ctx.AllowAttrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  const Value& x = ctx.In(0);
+  const Value& wv = ctx.In(1);
+  if (!wv.is_static()) ctx.Unsupported("the weight needs a static shape");
+  const Shape wshape = wv.shape();
+  if (wshape.size() < 3) ctx.Invalid("the weight must have rank >= 3");
+  const std::vector<int64_t> kernel(wshape.begin() + 2, wshape.end());
+  if (const auto ks = ctx.AttrInts("kernel_shape"); ks && *ks != kernel) {
+    ctx.Invalid(fmt::format("attribute 'kernel_shape' {} does not match the weight {}", List(*ks), ShapeToString(wshape)));
+  }
+  Window w = ResolveWindow(ctx, x, kernel, true, /*allow_asymmetric=*/true);
+  const int64_t group = ctx.AttrInt("group", 1);
+  std::string input = ctx.Input(0);
+  if (std::find(w.pads.begin(), w.pads.end(), -1) != w.pads.end()) {
+    // Asymmetric padding: explicit zeros, then an unpadded convolution.
+    for (size_t i = 0; i < w.pads.size(); ++i) {
+      input = PadAxis(ctx, input, i + 2, w.begin[i], w.end[i], 0.0);
+      w.pads[i] = 0;
+    }
+  }
+  std::vector<std::string> inputs = {input, ctx.Input(1)};
+  if (ctx.HasInput(2)) inputs.push_back(ctx.Input(2));
+  ir::AttrMap a;
+  if (kernel.size() == 1) {
+    a = {{"stride", w.strides[0]}, {"padding", w.pads[0]}, {"dilation", w.dilations[0]}, {"groups", group}};
+    ctx.Op("convolution.conv1d", inputs, a, ctx.Output(0));
+  } else if (kernel.size() == 2) {
+    a = {{"stride_h", w.strides[0]}, {"stride_w", w.strides[1]}, {"pad_h", w.pads[0]}, {"pad_w", w.pads[1]},
+         {"dil_h", w.dilations[0]},  {"dil_w", w.dilations[1]},  {"groups", group}};
+    ctx.Op("convolution.conv2d", inputs, a, ctx.Output(0));
+  } else if (kernel.size() == 3) {
+    a = {{"stride_d", w.strides[0]}, {"stride_h", w.strides[1]}, {"stride_w", w.strides[2]},
+         {"pad_d", w.pads[0]},       {"pad_h", w.pads[1]},       {"pad_w", w.pads[2]},
+         {"dil_d", w.dilations[0]},  {"dil_h", w.dilations[1]},  {"dil_w", w.dilations[2]},
+         {"groups", group}};
+    ctx.Op("convolution.conv3d", inputs, a, ctx.Output(0));
+  } else {
+    ctx.Unsupported(fmt::format("{}-D convolution (the catalog has 1-D, 2-D and 3-D)", kernel.size()));
+  }
+}
+
+// A 2-D pool whose padding the catalog pool cannot express (asymmetric, wider than kernel / 2,
+// counted in the average, or ceil_mode's partial last windows): explicit padding (-inf for max,
+// 0 for average), then an unpadded pool. An average divides the pooled sum by the pooled count of
+// what it averages over: the input, plus the explicit pads with count_include_pad (never the
+// ceil_mode extension, as onnxruntime and PyTorch).
+void PaddedPool2D(Context& ctx, bool is_max, const Window& w, const std::vector<int64_t>& extra) {
+  const double fill = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+  auto pad = [&](const std::string& v, double value, double extra_value) {
+    std::string p = PadAxis(ctx, PadAxis(ctx, v, 2, w.begin[0], w.end[0], value), 3, w.begin[1], w.end[1], value);
+    return PadAxis(ctx, PadAxis(ctx, p, 2, 0, extra[0], extra_value), 3, 0, extra[1], extra_value);
+  };
+  const ir::AttrMap attrs = {{"kernel_h", w.kernel[0]}, {"kernel_w", w.kernel[1]}, {"stride_h", w.strides[0]},
+                             {"stride_w", w.strides[1]}};
+  const std::string padded = pad(ctx.Input(0), fill, fill);
+  const bool include_pad = ctx.AttrInt("count_include_pad", 0) != 0;
+  if (is_max || (include_pad && extra[0] == 0 && extra[1] == 0)) {
+    ctx.Op(is_max ? "pooling.max_pool2d" : "pooling.avg_pool2d", {padded}, attrs, ctx.Output(0));
+    return;
+  }
+  const Value& x = ctx.Get(ctx.Input(0));
+  Tensor ones(x.dtype, {1, 1, x.shape()[2], x.shape()[3]});
+  for (int64_t i = 0; i < ones.numel(); ++i) ones.SetDouble(i, 1.0);
+  const std::string mask = pad(ctx.ConstTensor(ones, "mask"), include_pad ? 1.0 : 0.0, 0.0);
+  const std::string sum = ctx.Op("pooling.avg_pool2d", {padded}, attrs);
+  const std::string count = ctx.Op("pooling.avg_pool2d", {mask}, attrs);
+  ctx.Op("math.div", {sum, count}, {}, ctx.Output(0));
+}
+
+// ceil_mode's extra end padding per spatial axis: the output size rounds up, except that a last
+// window starting past the (padded) input is dropped.
+std::vector<int64_t> CeilExtra(Context& ctx, const Value& x, const Window& w) {
+  std::vector<int64_t> extra(w.kernel.size(), 0);
+  if (ctx.AttrInt("ceil_mode", 0) == 0) return extra;
+  if (!x.is_static()) ctx.Unsupported("ceil_mode needs static spatial dimensions");
+  for (size_t i = 0; i < extra.size(); ++i) {
+    const int64_t in = x.shape()[i + 2], padded = in + w.begin[i] + w.end[i], k = w.kernel[i], s = w.strides[i];
+    if (padded < k) continue;  // the pool's own shape rule reports it
+    int64_t out = (padded - k + s - 1) / s + 1;
+    if ((out - 1) * s >= in + w.begin[i]) --out;
+    extra[i] = std::max<int64_t>(0, (out - 1) * s + k - padded);
+  }
+  return extra;
+}
+
+// MaxPool / AveragePool over 2-D (1-D through a [N, C, 1, L] view).
+void Pool(Context& ctx, bool is_max) {
+  if (is_max) {
+    ctx.AllowAttrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+    if (ctx.HasOutput(1)) ctx.Unsupported("output 'Indices' is not supported (the catalog pool returns values only)");
+  } else {
+    ctx.AllowAttrs({"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
+  }
+  const Value& x = ctx.In(0);
+  const auto kernel = ctx.AttrInts("kernel_shape");
+  if (!kernel) ctx.Invalid("attribute 'kernel_shape' is required");
+  const Window w = ResolveWindow(ctx, x, *kernel, false, /*allow_asymmetric=*/kernel->size() == 2);
+  if (kernel->size() == 2) {
+    const std::vector<int64_t> extra = CeilExtra(ctx, x, w);
+    bool explicit_pads = (!is_max && ctx.AttrInt("count_include_pad", 0) != 0) || extra[0] > 0 || extra[1] > 0;
+    for (size_t i = 0; i < w.pads.size(); ++i) explicit_pads = explicit_pads || w.pads[i] < 0 || 2 * w.pads[i] > w.kernel[i];
+    if (explicit_pads) return PaddedPool2D(ctx, is_max, w, extra);
+  } else {
+    ctx.RequireAttrInt("ceil_mode", 0, "ceil_mode is supported on 2-D pools only");
+  }
+  if (!is_max && ctx.AttrInt("count_include_pad", 0) != 0) {
+    for (int64_t p : w.pads) {
+      if (p != 0) ctx.Unsupported("attribute 'count_include_pad' must be 0 when padding (the catalog averages in-bounds taps)");
+    }
+  }
+  for (size_t i = 0; i < w.pads.size(); ++i) {
+    if (2 * w.pads[i] > w.kernel[i]) {
+      ctx.Unsupported(fmt::format("padding {} with kernel {} on spatial axis {} (the catalog pools need pad <= "
+                                  "kernel / 2)",
+                                  w.pads[i], w.kernel[i], i));
+    }
+  }
+  const char* op = is_max ? "pooling.max_pool2d" : "pooling.avg_pool2d";
+  if (kernel->size() == 2) {
+    ctx.Op(op, {ctx.Input(0)},
+           {{"kernel_h", w.kernel[0]}, {"kernel_w", w.kernel[1]}, {"stride_h", w.strides[0]},
+            {"stride_w", w.strides[1]}, {"pad_h", w.pads[0]}, {"pad_w", w.pads[1]}},
+           ctx.Output(0));
+  } else if (kernel->size() == 1) {
+    if (x.rank() != 3) ctx.Invalid("a 1-D pool needs a rank-3 input");
+    std::vector<ir::Dim> four = {x.dims[0], x.dims[1], {1, ""}, x.dims[2]};
+    const std::string x4 = ReshapeTo(ctx, ctx.Input(0), four);
+    const std::string y4 = ctx.Op(op, {x4},
+                                  {{"kernel_h", int64_t{1}}, {"kernel_w", w.kernel[0]}, {"stride_w", w.strides[0]},
+                                   {"pad_w", w.pads[0]}});
+    const Value& y = ctx.Get(y4);
+    ReshapeTo(ctx, y4, {y.dims[0], y.dims[1], y.dims[3]}, ctx.Output(0));
+  } else {
+    ctx.Unsupported(fmt::format("{}-D pooling (the catalog pools are 2-D)", kernel->size()));
+  }
+}
+
+// Global pools: reduce the spatial axes, keeping them as size 1.
+void GlobalPool(Context& ctx, bool is_max) {
+  ctx.AllowAttrs({});
+  const Value& x = ctx.In(0);
+  if (x.rank() < 3) ctx.Invalid("input must have rank >= 3");
+  if (x.rank() == 4 && !is_max) {
+    ctx.Op("pooling.adaptive_avg_pool2d", {ctx.Input(0)}, {{"out_h", int64_t{1}}, {"out_w", int64_t{1}}}, ctx.Output(0));
+    return;
+  }
+  std::vector<int64_t> axes;
+  int64_t count = 1;
+  for (int64_t i = 2; i < x.rank(); ++i) {
+    axes.push_back(i);
+    if (!x.dims[static_cast<size_t>(i)].symbol.empty()) ctx.Unsupported("global pooling needs static spatial dims");
+    count *= x.dims[static_cast<size_t>(i)].size;
+  }
+  std::string y = ctx.Op(is_max ? "reduction.max" : "reduction.sum", {ctx.Input(0)}, {{"axis", axes}});
+  if (!is_max) y = ctx.Op("math.div", {y, ctx.Scalar(static_cast<double>(count), x.dtype)});
+  std::vector<ir::Dim> keep = {x.dims[0], x.dims[1]};
+  for (int64_t i = 2; i < x.rank(); ++i) keep.push_back({1, ""});
+  ReshapeTo(ctx, y, keep, ctx.Output(0));
+}
+
+bool IsDefaultEps(double eps) { return std::fabs(eps - 1e-5) <= 1e-7 * 1e-5; }
+
+
+void BatchNorm(Context& ctx) {
+  ctx.AllowAttrs({"epsilon", "momentum", "spatial", "training_mode"});
+  ctx.RequireAttrInt("spatial", 1, "per-channel statistics");
+  ctx.RequireAttrInt("training_mode", 0, "inference form only");
+  for (int o = 1; o < ctx.NumOutputs(); ++o) {
+    if (ctx.HasOutput(o)) ctx.Unsupported("training outputs (running mean/var) are not supported");
+  }
+  const double eps = ctx.AttrFloat("epsilon", 1e-5);
+  ctx.Op("math.batchnorm", {ctx.Input(0), ctx.Input(1), ctx.Input(2), ctx.Input(3), ctx.Input(4)},
+         {{"eps", IsDefaultEps(eps) ? 1e-5 : eps}}, ctx.Output(0));
+}
+
+void InstanceNorm(Context& ctx) {
+  ctx.AllowAttrs({"epsilon"});
+  const double eps = ctx.AttrFloat("epsilon", 1e-5);
+  ctx.Op("math.instancenorm", {ctx.Input(0), ctx.Input(1), ctx.Input(2)}, {{"eps", IsDefaultEps(eps) ? 1e-5 : eps}},
+         ctx.Output(0));
+}
+
+// LayerNormalization (opset 17) over axes [axis, rank): trailing axes flattened into the last.
+void LayerNorm(Context& ctx) {
+  ctx.AllowAttrs({"axis", "epsilon", "stash_type"});
+  ctx.RequireAttrInt("stash_type", 1, "statistics in f32");
+  const Value& x = ctx.In(0);
+  const int64_t r = x.rank();
+  const int64_t axis = NormalizeAxis(ctx, ctx.AttrInt("axis", -1), r, "attribute 'axis'");
+  int64_t features = 1;
+  for (int64_t i = axis; i < r; ++i) {
+    const ir::Dim& d = x.dims[static_cast<size_t>(i)];
+    if (!d.symbol.empty()) ctx.Unsupported("normalised axes need static sizes");
+    features *= d.size;
+  }
+  auto flat_param = [&](int input) -> std::string {
+    const Value& p = ctx.In(input);
+    if (!p.is_static() || NumElements(p.shape()) != features) {
+      ctx.Unsupported(fmt::format("input {} must have the normalised shape ({} elements; broadcasting scale/bias "
+                                  "is not supported)",
+                                  input, features));
+    }
+    return p.rank() == 1 ? ctx.Input(input) : ReshapeTo(ctx, ctx.Input(input), {{features, ""}});
+  };
+  const std::string gamma = flat_param(1);
+  const std::string beta =
+      ctx.HasInput(2) ? flat_param(2) : ctx.ConstTensor(Tensor(x.dtype, {features}), "zero_bias");
+  const double eps = ctx.AttrFloat("epsilon", 1e-5);
+  const ir::AttrMap a = {{"eps", IsDefaultEps(eps) ? 1e-5 : eps}};
+  std::vector<ir::Dim> flat(x.dims.begin(), x.dims.begin() + axis);
+  flat.push_back({features, ""});
+  const std::string x2 = axis == r - 1 ? ctx.Input(0) : ReshapeTo(ctx, ctx.Input(0), flat);
+  if (axis == r - 1) {
+    ctx.Op("math.layernorm", {x2, gamma, beta}, a, ctx.Output(0));
+  } else {
+    ReshapeTo(ctx, ctx.Op("math.layernorm", {x2, gamma, beta}, a), x.dims, ctx.Output(0));
+  }
+  if (!ctx.HasOutput(1) && !ctx.HasOutput(2)) return;
+  // Mean and InvStdDev = 1 / sqrt(var + eps), shaped [d0 .. d(axis-1), 1, ...].
+  const std::vector<int64_t> last = {-1};
+  const std::string count = ctx.Scalar(static_cast<double>(features), x.dtype);
+  const std::string mean = ctx.Op("math.div", {ctx.Op("reduction.sum", {x2}, {{"axis", last}}), count});
+  std::vector<ir::Dim> col(x.dims.begin(), x.dims.begin() + axis);
+  col.push_back({1, ""});
+  const std::string centered = ctx.Op("math.sub", {x2, ReshapeTo(ctx, mean, col)});
+  const std::string sq = ctx.Op("math.mul", {centered, centered});
+  const std::string var = ctx.Op("math.div", {ctx.Op("reduction.sum", {sq}, {{"axis", last}}), count});
+  std::vector<ir::Dim> stat(x.dims.begin(), x.dims.begin() + axis);
+  for (int64_t i = axis; i < r; ++i) stat.push_back({1, ""});
+  if (ctx.HasOutput(1)) ReshapeTo(ctx, mean, stat, ctx.Output(1));
+  if (ctx.HasOutput(2)) {
+    const std::string std_dev = ctx.Op("math.sqrt", {ctx.Op("math.add", {var, ctx.Scalar(eps, x.dtype)})});
+    ReshapeTo(ctx, ctx.Op("math.div", {ctx.Scalar(1.0, x.dtype), std_dev}), stat, ctx.Output(2));
+  }
+}
+
+// Softmax / LogSoftmax. Opsets < 13 coerce the input to 2-D at `axis` (default 1): one softmax
+// over all of axes [axis, rank) jointly. Opset 13 takes one axis (default -1).
+void Softmax(Context& ctx, const char* op, bool coerce_2d) {
+  ctx.AllowAttrs({"axis"});
+  const Value& x = ctx.In(0);
+  const int64_t r = x.rank();
+  if (r == 0) ctx.Invalid("input must have rank >= 1");
+  const int64_t axis = NormalizeAxis(ctx, ctx.AttrInt("axis", coerce_2d ? 1 : -1), r, "attribute 'axis'");
+  if (!coerce_2d || axis == r - 1) {
+    ctx.Op(op, {ctx.Input(0)}, {{"axis", coerce_2d ? int64_t{-1} : axis}}, ctx.Output(0));
+    return;
+  }
+  int64_t features = 1;
+  for (int64_t i = axis; i < r; ++i) {
+    const ir::Dim& d = x.dims[static_cast<size_t>(i)];
+    if (!d.symbol.empty()) ctx.Unsupported("coerced axes need static sizes (opset < 13 softmax)");
+    features *= d.size;
+  }
+  std::vector<ir::Dim> flat(x.dims.begin(), x.dims.begin() + axis);
+  flat.push_back({features, ""});
+  const std::string y = ctx.Op(op, {ReshapeTo(ctx, ctx.Input(0), flat)}, {{"axis", int64_t{-1}}});
+  ReshapeTo(ctx, y, x.dims, ctx.Output(0));
+}
+
+// Dropout in inference: the identity, and an all-true mask when asked for.
+void Dropout(Context& ctx) {
+  ctx.AllowAttrs({"ratio", "seed", "is_test"});
+  if (ctx.HasInput(2)) {
+    const Tensor t = ctx.RequireConst(2, "training_mode");
+    if (t.numel() != 1 || t.GetDouble(0) != 0.0) ctx.Unsupported("input 'training_mode' must be false (inference only)");
+  }
+  ctx.Alias(ctx.Input(0), ctx.Output(0));
+  if (ctx.HasOutput(1)) {
+    const Value& x = ctx.In(0);
+    if (!x.is_static()) ctx.Unsupported("output 'mask' needs a static shape");
+    Tensor mask(DType::Bool, x.shape());
+    for (int64_t i = 0; i < mask.numel(); ++i) mask.SetDouble(i, 1.0);
+    ctx.DefineConstant(ctx.Output(1), mask);
+  }
+}
+
+}  // namespace
+
+// LRN: y = x / (bias + alpha / size * sum of x^2 over `size` neighbouring channels)^beta, the sum
+// a [size, 1] convolution of ones over an [N, 1, C, spatial] view, the power exp(beta log(.)).
+void Lrn(Context& ctx) {
+  ctx.AllowAttrs({"alpha", "beta", "bias", "size"});
+  const Value& x = ctx.In(0);
+  if (!x.is_static() || x.rank() < 3) ctx.Unsupported("LRN needs a static input of rank >= 3");
+  const int64_t size = ctx.AttrInt("size", 0);
+  if (size <= 0) ctx.Invalid(fmt::format("attribute 'size' must be a positive integer, got {}", size));
+  if (size % 2 == 0) ctx.Unsupported(fmt::format("attribute 'size' {} is even (an asymmetric window)", size));
+  const double alpha = ctx.AttrFloat("alpha", 1e-4), beta = ctx.AttrFloat("beta", 0.75), bias = ctx.AttrFloat("bias", 1.0);
+  const Shape shape = x.shape();
+  const int64_t spatial = NumElements(std::span(shape).subspan(2));
+  const DType d = x.dtype;
+  const std::string squares = ctx.Op("math.mul", {ctx.Input(0), ctx.Input(0)});
+  const std::string view = ReshapeTo(ctx, squares, {{shape[0], ""}, {1, ""}, {shape[1], ""}, {spatial, ""}});
+  Tensor ones(d, {1, 1, size, 1});
+  for (int64_t i = 0; i < size; ++i) ones.SetDouble(i, 1.0);
+  const std::string sums = ctx.Op("convolution.conv2d", {view, ctx.ConstTensor(ones, "lrn_window")},
+                                  {{"pad_h", (size - 1) / 2}, {"pad_w", int64_t{0}}});
+  std::vector<ir::Dim> dims;
+  for (int64_t v : shape) dims.push_back({v, ""});
+  const std::string sum = ReshapeTo(ctx, sums, dims);
+  const std::string base = ctx.Op("math.add", {ctx.Op("math.mul", {sum, ctx.Scalar(alpha / static_cast<double>(size), d)}),
+                                              ctx.Scalar(bias, d)});
+  const std::string denom = ctx.Op("math.exp", {ctx.Op("math.mul", {ctx.Op("math.log", {base}), ctx.Scalar(beta, d)})});
+  ctx.Op("math.div", {ctx.Input(0), denom}, {}, ctx.Output(0));
+}
+
+void AddNnOps(std::vector<OpEntry>& t) {
+  t.push_back({"LRN", 1, kMaxOpset, Lrn});
+  const int kMax = kMaxOpset;
+  t.push_back({"MatMul", 1, kMax, MatMul});
+  t.push_back({"Gemm", 7, kMax, Gemm});
+  t.push_back({"Conv", 1, kMax, Conv});
+  t.push_back({"MaxPool", 1, kMax, [](Context& c) { Pool(c, true); }});
+  t.push_back({"AveragePool", 1, kMax, [](Context& c) { Pool(c, false); }});
+  t.push_back({"GlobalAveragePool", 1, kMax, [](Context& c) { GlobalPool(c, false); }});
+  t.push_back({"GlobalMaxPool", 1, kMax, [](Context& c) { GlobalPool(c, true); }});
+  t.push_back({"BatchNormalization", 7, kMax, BatchNorm});
+  t.push_back({"InstanceNormalization", 6, kMax, InstanceNorm});
+  t.push_back({"LayerNormalization", 17, kMax, LayerNorm});
+  t.push_back({"Softmax", 1, 12, [](Context& c) { Softmax(c, "math.softmax", true); }});
+  t.push_back({"Softmax", 13, kMax, [](Context& c) { Softmax(c, "math.softmax", false); }});
+  t.push_back({"LogSoftmax", 1, 12, [](Context& c) { Softmax(c, "activation.log_softmax", true); }});
+  t.push_back({"LogSoftmax", 13, kMax, [](Context& c) { Softmax(c, "activation.log_softmax", false); }});
+  t.push_back({"Dropout", 7, kMax, Dropout});
+}
+
+}  // namespace backplane::onnx

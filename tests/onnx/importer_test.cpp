@@ -1,0 +1,401 @@
+// ONNX importer: hand-built ModelProtos run through ImportOnnx + the CPU executor against closed
+// forms, every bad-input path's one-line error, and a floor of ONNX backend node tests.
+#include "backplane/onnx/importer.hpp"
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "backplane/cpu/cpu_backend.hpp"
+#include "backplane/error.hpp"
+#include "backplane/onnx/node_test.hpp"
+#include "backplane/runtime/executor.hpp"
+
+namespace backplane::onnx {
+namespace {
+
+namespace fs = std::filesystem;
+using ::onnx::TensorProto;
+
+// A model under construction, written to a temporary file by Save().
+struct ModelBuilder {
+  ::onnx::ModelProto m;
+  explicit ModelBuilder(int64_t opset) {
+    m.set_ir_version(8);
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    m.mutable_graph()->set_name("test");
+  }
+  ::onnx::GraphProto& g() { return *m.mutable_graph(); }
+  void Input(const std::string& name, std::vector<std::string> dims, int elem = TensorProto::FLOAT) {
+    auto* v = g().add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem);
+    auto* shape = t->mutable_shape();
+    for (const std::string& d : dims) {
+      auto* dim = shape->add_dim();
+      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) {
+        dim->set_dim_value(std::stoll(d));
+      } else if (!d.empty()) {
+        dim->set_dim_param(d);
+      }
+    }
+  }
+  void Output(const std::string& name) { g().add_output()->set_name(name); }
+  TensorProto* Init(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
+    TensorProto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+    return t;
+  }
+  void InitInts(const std::string& name, std::vector<int64_t> values) {
+    TensorProto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+  }
+  ::onnx::NodeProto* Node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                          const std::string& name = "") {
+    auto* n = g().add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? out.at(0) : name);
+    for (const auto& s : in) n->add_input(s);
+    for (const auto& s : out) n->add_output(s);
+    return n;
+  }
+  std::string Save(const std::string& file) {
+    const fs::path dir = fs::temp_directory_path() / "backplane_onnx_tests";
+    fs::create_directories(dir);
+    const std::string path = (dir / file).string();
+    std::ofstream f(path, std::ios::binary);
+    m.SerializeToOstream(&f);
+    return path;
+  }
+};
+
+void AttrFloat(::onnx::NodeProto* n, const std::string& name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+void AttrInt(::onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+Tensor F32(Shape shape, std::vector<double> v) { return Tensor::FromDoubles(DType::Float32, std::move(shape), v); }
+
+std::map<std::string, Tensor> RunModel(const std::string& path, const std::map<std::string, Tensor>& inputs) {
+  ImportResult r = ImportOnnx(path);
+  auto backend = cpu::CreateBackend();
+  runtime::Executor ex(std::move(r.graph), *backend);
+  ex.LoadParams(r.initializers);
+  return ex.Run(inputs);
+}
+
+void ExpectNear(const Tensor& t, const std::vector<double>& want, double tol = 1e-6) {
+  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
+  for (int64_t i = 0; i < t.numel(); ++i) EXPECT_NEAR(t.GetDouble(i), want[static_cast<size_t>(i)], tol) << "element " << i;
+}
+
+// The one-line message of the Error `fn` throws.
+template <class Fn>
+std::string ErrorOf(Fn fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    return msg;
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+TEST(OnnxImport, AddBroadcasts) {
+  ModelBuilder b(13);
+  b.Input("a", {"2", "3"});
+  b.Input("b", {"3"});
+  b.Node("Add", {"a", "b"}, {"y"});
+  b.Output("y");
+  const auto out = RunModel(b.Save("add.onnx"), {{"a", F32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"b", F32({3}, {10, 20, 30})}});
+  ExpectNear(out.at("y"), {11, 22, 33, 14, 25, 36});
+}
+
+TEST(OnnxImport, GemmWithTransBAlphaBeta) {
+  ModelBuilder b(13);
+  b.Input("a", {"2", "3"});
+  b.Init("w", {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1});
+  b.Init("c", {4}, {1, 2, 3, 4});
+  auto* n = b.Node("Gemm", {"a", "w", "c"}, {"y"});
+  AttrInt(n, "transB", 1);
+  AttrFloat(n, "alpha", 2.0f);
+  AttrFloat(n, "beta", 0.5f);
+  b.Output("y");
+  const auto out = RunModel(b.Save("gemm.onnx"), {{"a", F32({2, 3}, {1, 2, 3, 4, 5, 6})}});
+  // y = 2 a w^T + 0.5 c: rows of a . (e1, e2, e3, 1 1 1).
+  ExpectNear(out.at("y"), {2 + 0.5, 4 + 1, 6 + 1.5, 12 + 2, 8 + 0.5, 10 + 1, 12 + 1.5, 30 + 2});
+}
+
+TEST(OnnxImport, ReshapeWithConstantShape) {
+  ModelBuilder b(14);
+  b.Input("x", {"2", "3"});
+  b.InitInts("shape", {3, -1});
+  b.Node("Reshape", {"x", "shape"}, {"y"});
+  b.Output("y");
+  const auto out = RunModel(b.Save("reshape.onnx"), {{"x", F32({2, 3}, {1, 2, 3, 4, 5, 6})}});
+  EXPECT_EQ(out.at("y").shape(), (Shape{3, 2}));
+  ExpectNear(out.at("y"), {1, 2, 3, 4, 5, 6});
+}
+
+TEST(OnnxImport, SymbolicBatchDimension) {
+  ModelBuilder b(13);
+  b.Input("x", {"batch", "3"});
+  b.Input("z", {"", "3"});  // unnamed dynamic dim: gets a generated symbol
+  b.Init("w", {3, 1}, {1, 1, 1});
+  b.Node("MatMul", {"x", "w"}, {"h"});
+  b.Node("Relu", {"h"}, {"y"});
+  b.Node("Neg", {"z"}, {"nz"});
+  b.Output("y");
+  b.Output("nz");
+  ImportResult r = ImportOnnx(b.Save("symbolic.onnx"));
+  ASSERT_EQ(r.graph.inputs.size(), 2u);
+  EXPECT_EQ(r.graph.inputs[0].shape[0].symbol, "batch");
+  EXPECT_FALSE(r.graph.inputs[1].shape[0].symbol.empty());
+  auto backend = cpu::CreateBackend();
+  runtime::Executor ex(std::move(r.graph), *backend);
+  ex.LoadParams(r.initializers);
+  for (int64_t n : {2, 5}) {
+    std::vector<double> x(static_cast<size_t>(3 * n));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i) - 4.0;
+    const auto out = ex.Run({{"x", F32({n, 3}, x)}, {"z", F32({1, 3}, {1, 2, 3})}});
+    ASSERT_EQ(out.at("y").shape(), (Shape{n, 1}));
+    for (int64_t i = 0; i < n; ++i) {
+      const double s = x[static_cast<size_t>(3 * i)] + x[static_cast<size_t>(3 * i + 1)] + x[static_cast<size_t>(3 * i + 2)];
+      EXPECT_NEAR(out.at("y").GetDouble(i), std::max(0.0, s), 1e-6);
+    }
+  }
+}
+
+// Softmax at axis 1 of [2, 2, 2]: opset 11 normalises over axes 1 and 2 jointly (coerced to 2-D),
+// opset 13 over axis 1 alone.
+TEST(OnnxImport, SoftmaxOpset11CoercesTo2DOpset13TakesOneAxis) {
+  const std::vector<double> x = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int opset : {11, 13}) {
+    ModelBuilder b(opset);
+    b.Input("x", {"2", "2", "2"});
+    AttrInt(b.Node("Softmax", {"x"}, {"y"}), "axis", 1);
+    b.Output("y");
+    const auto out = RunModel(b.Save("softmax" + std::to_string(opset) + ".onnx"), {{"x", F32({2, 2, 2}, x)}});
+    std::vector<double> want(8);
+    for (int n = 0; n < 2; ++n) {
+      if (opset == 11) {
+        double z = 0;
+        for (int k = 0; k < 4; ++k) z += std::exp(x[static_cast<size_t>(4 * n + k)]);
+        for (int k = 0; k < 4; ++k) want[static_cast<size_t>(4 * n + k)] = std::exp(x[static_cast<size_t>(4 * n + k)]) / z;
+      } else {
+        for (int j = 0; j < 2; ++j) {
+          const double a = x[static_cast<size_t>(4 * n + j)], c = x[static_cast<size_t>(4 * n + 2 + j)];
+          want[static_cast<size_t>(4 * n + j)] = std::exp(a) / (std::exp(a) + std::exp(c));
+          want[static_cast<size_t>(4 * n + 2 + j)] = std::exp(c) / (std::exp(a) + std::exp(c));
+        }
+      }
+    }
+    ExpectNear(out.at("y"), want, 1e-6);
+  }
+}
+
+TEST(OnnxImport, ConstantShapeSubgraphFolds) {
+  ModelBuilder b(13);
+  b.Input("x", {"2", "3", "4"});
+  b.Node("Shape", {"x"}, {"s"});
+  b.InitInts("idx", {0});
+  b.Node("Gather", {"s", "idx"}, {"n"});
+  b.InitInts("rest", {-1});
+  AttrInt(b.Node("Concat", {"n", "rest"}, {"target"}), "axis", 0);
+  b.Node("Reshape", {"x", "target"}, {"y"});
+  b.Output("y");
+  std::vector<double> x(24, 1.0);
+  const auto out = RunModel(b.Save("fold.onnx"), {{"x", F32({2, 3, 4}, x)}});
+  EXPECT_EQ(out.at("y").shape(), (Shape{2, 12}));
+}
+
+// backplane import writes the graph and GRAPH.safetensors; the graph file runs like the model.
+TEST(OnnxImport, CliImportWritesGraphAndWeights) {
+  ModelBuilder b(13);
+  b.Input("x", {"2", "4"});
+  std::vector<float> w(20);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.5f;
+  b.Init("w", {4, 5}, w);
+  b.Node("MatMul", {"x", "w"}, {"y"});
+  b.Output("y");
+  const std::string model = b.Save("cli_import.onnx");
+  const fs::path graph = fs::path(model).replace_extension(".json");
+  const std::string cmd = std::string(BACKPLANE_CLI) + " import " + model + " -o " + graph.string() + " > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ASSERT_TRUE(fs::exists(fs::path(graph).replace_extension(".safetensors")));
+  auto backend = cpu::CreateBackend();
+  runtime::Executor ex(ir::ReadGraphFile(graph.string()), *backend);
+  const auto out = ex.Run({{"x", F32({2, 4}, {1, 0, 0, 0, 0, 0, 0, 1})}});
+  ExpectNear(out.at("y"), {0, 0.5, 1, 1.5, 2, 7.5, 8, 8.5, 9, 9.5});
+}
+
+// ---- errors ----------------------------------------------------------------------------------------
+std::string WriteBytes(const std::string& file, const std::string& bytes) {
+  const fs::path dir = fs::temp_directory_path() / "backplane_onnx_tests";
+  fs::create_directories(dir);
+  const std::string path = (dir / file).string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(OnnxImportErrors, GarbageAndTruncatedFiles) {
+  const std::string garbage = WriteBytes("garbage.onnx", std::string("\xff\xff\xff\xff not a protobuf", 20));
+  EXPECT_NE(ErrorOf([&] { ImportOnnx(garbage); }).find("garbage.onnx: not a valid ONNX model"), std::string::npos);
+  ModelBuilder b(13);
+  b.Input("a", {"2"});
+  b.Init("w", {2}, {1, 2});
+  b.Node("Add", {"a", "w"}, {"y"});
+  b.Output("y");
+  std::string bytes;
+  b.m.SerializeToString(&bytes);
+  const std::string truncated = WriteBytes("truncated.onnx", bytes.substr(0, bytes.size() / 2));
+  EXPECT_NE(ErrorOf([&] { ImportOnnx(truncated); }).find("truncated.onnx"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { ImportOnnx("/nonexistent/model.onnx"); }).find("cannot be read"), std::string::npos);
+}
+
+TEST(OnnxImportErrors, UnknownOpNamesTheNode) {
+  ModelBuilder b(13);
+  b.Input("x", {"2"});
+  b.Node("FancyOp", {"x"}, {"y"}, "my_node");
+  b.Output("y");
+  const std::string msg = ErrorOf([&] { ImportOnnx(b.Save("unknown.onnx")); });
+  EXPECT_NE(msg.find("node 'my_node' (FancyOp)"), std::string::npos) << msg;
+}
+
+TEST(OnnxImportErrors, OpsetOutOfRange) {
+  for (int opset : {6, 99}) {
+    ModelBuilder b(opset);
+    b.Input("x", {"2"});
+    b.Node("Relu", {"x"}, {"y"});
+    b.Output("y");
+    const std::string msg = ErrorOf([&] { ImportOnnx(b.Save("opset.onnx")); });
+    EXPECT_NE(msg.find("opset.onnx: opset " + std::to_string(opset)), std::string::npos) << msg;
+  }
+  ModelBuilder other(13);
+  other.m.mutable_opset_import(0)->set_domain("com.example");
+  other.Input("x", {"2"});
+  other.Output("x");
+  EXPECT_NE(ErrorOf([&] { ImportOnnx(other.Save("domain.onnx")); }).find("no opset of the default domain"),
+            std::string::npos);
+}
+
+TEST(OnnxImportErrors, WrongAttributeTypeAndUnsupportedAttribute) {
+  ModelBuilder b(13);
+  b.Input("a", {"2", "2"});
+  b.Input("c", {"2", "2"});
+  AttrInt(b.Node("Gemm", {"a", "c"}, {"y"}, "g"), "alpha", 2);  // must be FLOAT
+  b.Output("y");
+  std::string msg = ErrorOf([&] { ImportOnnx(b.Save("attr.onnx")); });
+  EXPECT_NE(msg.find("node 'g' (Gemm): attribute 'alpha' must be of type FLOAT, got INT"), std::string::npos) << msg;
+
+  ModelBuilder p(13);
+  p.Input("x", {"1", "1", "4", "4"});
+  auto* n = p.Node("MaxPool", {"x"}, {"y"}, "pool");
+  auto* k = n->add_attribute();
+  k->set_name("kernel_shape");
+  k->set_type(::onnx::AttributeProto::INTS);
+  k->add_ints(2);
+  k->add_ints(2);
+  auto* dil = n->add_attribute();
+  dil->set_name("dilations");
+  dil->set_type(::onnx::AttributeProto::INTS);
+  dil->add_ints(2);
+  dil->add_ints(2);
+  p.Output("y");
+  msg = ErrorOf([&] { ImportOnnx(p.Save("dilated.onnx")); });
+  EXPECT_NE(msg.find("node 'pool' (MaxPool): attribute 'dilations' must be all 1"), std::string::npos) << msg;
+}
+
+TEST(OnnxImportErrors, RawDataLengthMismatch) {
+  ModelBuilder b(13);
+  b.Input("x", {"4"});
+  TensorProto* t = b.g().add_initializer();
+  t->set_name("w");
+  t->set_data_type(TensorProto::FLOAT);
+  t->add_dims(4);
+  t->set_raw_data(std::string(10, '\0'));  // 4 floats need 16 bytes
+  b.Node("Add", {"x", "w"}, {"y"});
+  b.Output("y");
+  const std::string msg = ErrorOf([&] { ImportOnnx(b.Save("raw.onnx")); });
+  EXPECT_NE(msg.find("initializer 'w': raw_data has 10 bytes"), std::string::npos) << msg;
+}
+
+TEST(OnnxImportErrors, ExternalData) {
+  ModelBuilder b(13);
+  b.Input("x", {"2"});
+  TensorProto* t = b.g().add_initializer();
+  t->set_name("w");
+  t->set_data_type(TensorProto::FLOAT);
+  t->add_dims(2);
+  t->set_data_location(TensorProto::EXTERNAL);
+  auto* loc = t->add_external_data();
+  loc->set_key("location");
+  loc->set_value("weights_missing.bin");
+  b.Node("Add", {"x", "w"}, {"y"});
+  b.Output("y");
+  std::string msg = ErrorOf([&] { ImportOnnx(b.Save("external_missing.onnx")); });
+  EXPECT_NE(msg.find("initializer 'w': external data file"), std::string::npos) << msg;
+
+  // Present file: 8 bytes at offset 4, then a length past the end.
+  const float values[2] = {1.5f, -2.0f};
+  WriteBytes("weights.bin", std::string(4, '\0') + std::string(reinterpret_cast<const char*>(values), 8));
+  loc->set_value("weights.bin");
+  auto* off = t->add_external_data();
+  off->set_key("offset");
+  off->set_value("4");
+  auto* len = t->add_external_data();
+  len->set_key("length");
+  len->set_value("8");
+  const auto out = RunModel(b.Save("external.onnx"), {{"x", F32({2}, {1, 1})}});
+  ExpectNear(out.at("y"), {2.5, -1.0});
+  len->set_value("16");
+  msg = ErrorOf([&] { ImportOnnx(b.Save("external_long.onnx")); });
+  EXPECT_NE(msg.find("exceeds the 12 bytes"), std::string::npos) << msg;
+}
+
+// ---- the ONNX backend node tests: a floor through the C++ path ------------------------------------
+TEST(OnnxNodeTests, FixedListPasses) {
+  const fs::path root = "/usr/share/libonnx-testdata/data/node";
+  if (!fs::exists(root)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  const char* tests[] = {
+      "test_add", "test_add_bcast", "test_sub", "test_mul", "test_div", "test_max_example", "test_min_example",
+      "test_abs", "test_neg", "test_sqrt", "test_exp", "test_log", "test_tanh", "test_sigmoid", "test_relu",
+      "test_leakyrelu", "test_celu", "test_prelu_broadcast", "test_softmax_axis_1", "test_logsoftmax_axis_1",
+      "test_matmul_2d", "test_gemm_transposeB", "test_reshape_reordered_all_dims", "test_transpose_default",
+      "test_concat_2d_axis_0", "test_slice", "test_flatten_axis1", "test_unsqueeze_axis_0",
+      "test_conv_with_strides_padding", "test_maxpool_2d_default", "test_averagepool_2d_default",
+      "test_batchnorm_example", "test_reduce_mean_default_axes_keepdims_example", "test_gather_0",
+      "test_layer_normalization_2d_axis0", "test_clip"};
+  for (const char* name : tests) {
+    const NodeTestResult r = RunNodeTest((root / name).string());
+    EXPECT_EQ(r.status, NodeTestResult::Status::Passed) << name << ": " << r.reason;
+  }
+}
+
+}  // namespace
+}  // namespace backplane::onnx
