@@ -205,6 +205,67 @@ std::vector<int64_t> CeilExtra(Context& ctx, const Value& x, const Window& w) {
   return extra;
 }
 
+// ConvTranspose (1-D through a [N, C, 1, L] view, and 2-D; group 1) onto convolution.conv_transpose2d.
+// Asymmetric pads: the unpadded result cropped (pads remove output rows and columns).
+void ConvTranspose(Context& ctx) {
+  ctx.AllowAttrs({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "pads", "strides"});
+  if (ctx.HasAttr("output_shape")) ctx.Unsupported("attribute 'output_shape' is not supported (give pads)");
+  const std::string auto_pad = ctx.AttrString("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") ctx.Unsupported(fmt::format("attribute 'auto_pad' {} is not supported", auto_pad));
+  ctx.RequireAttrInt("group", 1, "grouped transposed convolution is not supported");
+  const Value& x = ctx.In(0);
+  const Value& wv = ctx.In(1);
+  if (!wv.is_static()) ctx.Unsupported("the weight needs a static shape");
+  const Shape wshape = wv.shape();
+  const size_t r = wshape.size() - 2;
+  if (wshape.size() < 3 || r > 2 || x.rank() != static_cast<int64_t>(r) + 2) {
+    ctx.Unsupported(fmt::format("{}-D transposed convolution (1-D and 2-D are supported)", wshape.size() - 2));
+  }
+  auto ints = [&](const char* name, int64_t fallback, size_t n) {
+    const std::vector<int64_t> v = ctx.AttrInts(name).value_or(std::vector<int64_t>(n, fallback));
+    if (v.size() != n) ctx.Invalid(fmt::format("attribute '{}' must have {} entries, got {}", name, n, List(v)));
+    return v;
+  };
+  const std::vector<int64_t> strides = ints("strides", 1, r), dils = ints("dilations", 1, r);
+  const std::vector<int64_t> out_pad = ints("output_padding", 0, r), pads = ints("pads", 0, 2 * r);
+  bool symmetric = true;
+  for (size_t i = 0; i < r; ++i) symmetric = symmetric && pads[i] == pads[i + r];
+  // The 2-D view: 1-D gets a leading spatial axis of 1.
+  auto two = [&](const std::vector<int64_t>& v, int64_t unit) {
+    return r == 2 ? v : std::vector<int64_t>{unit, v[0]};
+  };
+  const std::vector<int64_t> s2 = two(strides, 1), d2 = two(dils, 1), o2 = two(out_pad, 0);
+  std::vector<int64_t> p2 = symmetric ? two(std::vector<int64_t>(pads.begin(), pads.begin() + static_cast<ptrdiff_t>(r)), 0)
+                                      : std::vector<int64_t>{0, 0};
+  std::string xin = ctx.Input(0), w = ctx.Input(1);
+  if (r == 1) {
+    xin = ReshapeTo(ctx, xin, {x.dims[0], x.dims[1], {1, ""}, x.dims[2]});
+    w = ReshapeTo(ctx, w, {{wshape[0], ""}, {wshape[1], ""}, {1, ""}, {wshape[2], ""}});
+  }
+  std::vector<std::string> inputs = {xin, w};
+  if (ctx.HasInput(2)) inputs.push_back(ctx.Input(2));
+  const bool direct = symmetric && r == 2;
+  std::string y = ctx.Op("convolution.conv_transpose2d", inputs,
+                         {{"stride_h", s2[0]}, {"stride_w", s2[1]}, {"pad_h", p2[0]}, {"pad_w", p2[1]},
+                          {"dil_h", d2[0]}, {"dil_w", d2[1]}, {"out_pad_h", o2[0]}, {"out_pad_w", o2[1]}},
+                         direct ? ctx.Output(0) : "");
+  if (direct) return;
+  if (!symmetric) {
+    const Shape full = ctx.Get(y).shape();
+    std::vector<int64_t> starts, ends, axes;
+    for (size_t i = 0; i < r; ++i) {
+      const int64_t axis = static_cast<int64_t>(i + (r == 1 ? 3 : 2));
+      starts.push_back(pads[i]);
+      ends.push_back(full[static_cast<size_t>(axis)] - pads[i + r]);
+      axes.push_back(axis);
+    }
+    y = ctx.Op("shape.slice", {y}, {{"starts", starts}, {"ends", ends}, {"axes", axes}}, r == 2 ? ctx.Output(0) : "");
+    if (r == 2) return;
+  }
+  const Value& yv = ctx.Get(y);
+  ReshapeTo(ctx, y, {yv.dims[0], yv.dims[1], yv.dims[3]}, ctx.Output(0));
+}
+
 // MaxPool / AveragePool over 2-D (1-D through a [N, C, 1, L] view).
 void Pool(Context& ctx, bool is_max) {
   if (is_max) {
@@ -429,6 +490,7 @@ void Lrn(Context& ctx) {
 
 void AddNnOps(std::vector<OpEntry>& t) {
   t.push_back({"LRN", 1, kMaxOpset, Lrn});
+  t.push_back({"ConvTranspose", 1, kMaxOpset, ConvTranspose});
   const int kMax = kMaxOpset;
   t.push_back({"MatMul", 1, kMax, MatMul});
   t.push_back({"Gemm", 7, kMax, Gemm});

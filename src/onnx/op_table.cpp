@@ -23,6 +23,7 @@ const std::vector<OpEntry>& Table() {
     AddReduceOps(t);
     AddTensorElementwiseOps(t);
     AddTensorAxisOps(t);
+    AddLossOps(t);
     return t;
   }();
   return table;

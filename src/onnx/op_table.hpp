@@ -31,6 +31,7 @@ void AddShapeOps(std::vector<OpEntry>& table);
 void AddReduceOps(std::vector<OpEntry>& table);
 void AddTensorElementwiseOps(std::vector<OpEntry>& table);  // lower_tensor_elementwise.cpp
 void AddTensorAxisOps(std::vector<OpEntry>& table);         // lower_tensor_axis.cpp
+void AddLossOps(std::vector<OpEntry>& table);               // lower_loss.cpp
 
 // ---- helpers shared by the lowerings (lower_util.cpp) ---------------------------------------------
 // An axis in [-rank, rank) normalised to [0, rank); Invalid naming `what` otherwise.
