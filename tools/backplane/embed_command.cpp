@@ -92,6 +92,7 @@ void RunEmbed(const EmbedOptions& o) {
       std::puts((line + "  " + texts[i]).c_str());
     }
   }
+  std::fflush(stdout);  // the embeddings before the timing line on a shared terminal
   const double load_s = std::chrono::duration<double>(loaded - start).count();
   const double run_s = std::chrono::duration<double>(done - loaded).count();
   std::fprintf(stderr, "embed: %zu texts, dim %lld, load %.2f s, %.1f ms (%.1f sentences/s)%s\n", texts.size(),
