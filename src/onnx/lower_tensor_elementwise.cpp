@@ -45,6 +45,10 @@ void Mod(Context& ctx) {
   ctx.AllowAttrs({"fmod"});
   const int64_t fmod = ctx.AttrInt("fmod", 0);
   if (fmod != 0 && fmod != 1) ctx.Invalid(fmt::format("attribute 'fmod' must be 0 or 1, got {}", fmod));
+  // The ONNX spec requires fmod = 1 for floating-point inputs.
+  if (fmod == 0 && IsFloatingPoint(ctx.In(0).dtype)) {
+    ctx.Invalid(fmt::format("attribute 'fmod' must be 1 for floating-point inputs ({}), got 0", DTypeName(ctx.In(0).dtype)));
+  }
   ctx.Op("tensor.mod", {ctx.Input(0), ctx.Input(1)}, {{"fmod", fmod == 1}}, ctx.Output(0));
 }
 

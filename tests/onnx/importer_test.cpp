@@ -331,6 +331,16 @@ TEST(OnnxImportErrors, WrongAttributeTypeAndUnsupportedAttribute) {
   EXPECT_NE(msg.find("node 'pool' (MaxPool): attribute 'dilations' must be all 1"), std::string::npos) << msg;
 }
 
+TEST(OnnxImportErrors, FloatModNeedsFmod) {
+  ModelBuilder b(13);
+  b.Input("a", {"3"});
+  b.Input("b", {"3"});
+  b.Node("Mod", {"a", "b"}, {"y"}, "m");
+  b.Output("y");
+  const std::string msg = ErrorOf([&] { ImportOnnx(b.Save("mod.onnx")); });
+  EXPECT_NE(msg.find("node 'm' (Mod): attribute 'fmod' must be 1 for floating-point inputs"), std::string::npos) << msg;
+}
+
 TEST(OnnxImportErrors, RawDataLengthMismatch) {
   ModelBuilder b(13);
   b.Input("x", {"4"});
