@@ -1,4 +1,4 @@
-// ONNX import: a ModelProto file (default domain, opsets 7-17) to a Backplane graph plus its
+// ONNX import: a ModelProto file (default domain, opsets 1-17) to a Backplane graph plus its
 // initializer tensors. Every ONNX node lowers onto catalog ops through an explicit table
 // (src/onnx/op_table.cpp); anything the table cannot express exactly is an error, never skipped.
 #pragma once
@@ -12,7 +12,7 @@
 
 namespace backplane::onnx {
 
-inline constexpr int kMinOpset = 7;
+inline constexpr int kMinOpset = 1;
 inline constexpr int kMaxOpset = 17;
 
 struct ImportOptions {
