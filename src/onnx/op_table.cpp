@@ -24,6 +24,7 @@ const std::vector<OpEntry>& Table() {
     AddTensorElementwiseOps(t);
     AddTensorAxisOps(t);
     AddLossOps(t);
+    AddRearrangeOps(t);
     return t;
   }();
   return table;

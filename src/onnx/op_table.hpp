@@ -32,6 +32,7 @@ void AddReduceOps(std::vector<OpEntry>& table);
 void AddTensorElementwiseOps(std::vector<OpEntry>& table);  // lower_tensor_elementwise.cpp
 void AddTensorAxisOps(std::vector<OpEntry>& table);         // lower_tensor_axis.cpp
 void AddLossOps(std::vector<OpEntry>& table);               // lower_loss.cpp
+void AddRearrangeOps(std::vector<OpEntry>& table);          // lower_rearrange.cpp
 
 // ---- helpers shared by the lowerings (lower_util.cpp) ---------------------------------------------
 // An axis in [-rank, rank) normalised to [0, rank); Invalid naming `what` otherwise.
