@@ -25,6 +25,7 @@ const std::vector<OpEntry>& Table() {
     AddTensorAxisOps(t);
     AddLossOps(t);
     AddRearrangeOps(t);
+    AddResizeOps(t);
     return t;
   }();
   return table;

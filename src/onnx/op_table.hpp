@@ -33,6 +33,7 @@ void AddTensorElementwiseOps(std::vector<OpEntry>& table);  // lower_tensor_elem
 void AddTensorAxisOps(std::vector<OpEntry>& table);         // lower_tensor_axis.cpp
 void AddLossOps(std::vector<OpEntry>& table);               // lower_loss.cpp
 void AddRearrangeOps(std::vector<OpEntry>& table);          // lower_rearrange.cpp
+void AddResizeOps(std::vector<OpEntry>& table);             // lower_resize.cpp
 
 // ---- helpers shared by the lowerings (lower_util.cpp) ---------------------------------------------
 // An axis in [-rank, rank) normalised to [0, rank); Invalid naming `what` otherwise.
