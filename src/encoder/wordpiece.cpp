@@ -166,21 +166,7 @@ std::u32string Lowercase(const std::u32string& text) {
   return out;
 }
 
-// Text from a vocabulary or a file, quoted for a one-line message.
-std::string Quote(std::string_view text) {
-  constexpr size_t kMaxShown = 80;
-  std::string out = "'";
-  for (size_t k = 0; k < text.size() && k < kMaxShown; ++k) {
-    const auto c = static_cast<unsigned char>(text[k]);
-    if (c < 0x20 || c == 0x7f || c == '\'') {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += text.size() > kMaxShown ? fmt::format("...' ({} bytes)", text.size()) : "'";
-  return out;
-}
+using unicode::Quote;
 
 // Byte offset of the first invalid UTF-8 sequence in text, or npos.
 size_t InvalidUtf8At(std::string_view text) {

@@ -26,21 +26,7 @@ constexpr std::string_view kOp = "Tokenizer";
   throw Error(ErrorCode::InvalidArgument, kOp, fmt::format("{}: {}", field, what));
 }
 
-// Text from a vocabulary or a file, quoted for a one-line message.
-std::string Quote(std::string_view text) {
-  constexpr size_t kMaxShown = 80;
-  std::string out = "'";
-  for (size_t k = 0; k < text.size() && k < kMaxShown; ++k) {
-    const auto c = static_cast<unsigned char>(text[k]);
-    if (c < 0x20 || c == 0x7f || c == '\'') {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += text.size() > kMaxShown ? fmt::format("...' ({} bytes)", text.size()) : "'";
-  return out;
-}
+using unicode::Quote;
 
 // GPT-2's byte-to-unicode alphabet: printable Latin-1 bytes stand for themselves, the other 68
 // bytes for U+0100.. in byte order.

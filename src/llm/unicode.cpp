@@ -1,5 +1,7 @@
 #include "llm/unicode.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 
@@ -90,6 +92,21 @@ uint8_t Flags(char32_t cp) {
   if (cp < 128) return kAsciiFlags[cp];
   if (cp == kInvalid) return 0;
   return LookUp(cp);
+}
+
+std::string Quote(std::string_view text) {
+  constexpr size_t kMaxShown = 80;
+  std::string out = "'";
+  for (size_t k = 0; k < text.size() && k < kMaxShown; ++k) {
+    const auto c = static_cast<unsigned char>(text[k]);
+    if (c < 0x20 || c == 0x7f || c == '\'') {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += text.size() > kMaxShown ? fmt::format("...' ({} bytes)", text.size()) : "'";
+  return out;
 }
 
 }  // namespace backplane::llm::unicode

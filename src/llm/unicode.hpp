@@ -31,4 +31,8 @@ void AppendUtf8(std::string& out, char32_t code_point);
 // The class flags of a code point (0 for kInvalid).
 uint8_t Flags(char32_t code_point);
 
+// Text from a vocabulary or a file, quoted for a one-line message: control bytes and quotes as
+// \xNN, at most 80 bytes shown.
+std::string Quote(std::string_view text);
+
 }  // namespace backplane::llm::unicode
