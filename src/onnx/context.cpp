@@ -75,10 +75,35 @@ Context::~Context() = default;
 const Value& Context::Get(const std::string& name) const {
   const auto it = values_.find(name);
   if (it == values_.end()) {
+    if (const auto c = composites_.find(name); c != composites_.end()) {
+      const std::string detail = fmt::format("value '{}' is a {} where a tensor is expected", name, c->second.KindName());
+      if (node_ != nullptr) Unsupported(detail);
+      throw Error(ErrorCode::NotImplemented, "onnx", fmt::format("{}: {}", model_, detail));
+    }
     if (node_ != nullptr) Invalid(fmt::format("input '{}' is not defined before its use", name));
     throw Error(ErrorCode::InvalidArgument, "onnx", fmt::format("{}: value '{}' is not defined", model_, name));
   }
   return it->second;
+}
+
+const Composite& Context::GetComposite(const std::string& name) const {
+  const auto it = composites_.find(name);
+  if (it == composites_.end()) {
+    const std::string detail = values_.contains(name)
+                                   ? fmt::format("value '{}' is a tensor where a sequence or optional is expected", name)
+                                   : fmt::format("input '{}' is not defined before its use", name);
+    if (node_ != nullptr) Invalid(detail);
+    throw Error(ErrorCode::InvalidArgument, "onnx", fmt::format("{}: {}", model_, detail));
+  }
+  return it->second;
+}
+
+void Context::DefineComposite(const std::string& name, Composite value) {
+  for (const std::string& item : value.items) {
+    if (!Has(item)) throw Error(ErrorCode::Internal, "onnx", fmt::format("{}: composite '{}' holds undefined '{}'", model_, name, item));
+  }
+  values_.erase(name);
+  composites_[name] = std::move(value);
 }
 
 void Context::DefineInput(const std::string& name, DType dtype, std::vector<ir::Dim> dims) {
@@ -90,6 +115,7 @@ void Context::DefineInput(const std::string& name, DType dtype, std::vector<ir::
       symbol_of_placeholder_[p] = d.symbol;
     }
   }
+  composites_.erase(name);
   values_[name] = Value{dtype, std::move(dims), std::nullopt, true};
   graph_.inputs.push_back(std::move(spec));
 }
@@ -99,6 +125,7 @@ void Context::DefineConstant(const std::string& name, Tensor value) {
   v.dtype = value.dtype();
   for (int64_t d : value.shape()) v.dims.push_back(ir::Dim{d, ""});
   v.constant = std::move(value);
+  composites_.erase(name);
   values_[name] = std::move(v);
 }
 
@@ -128,7 +155,7 @@ std::string Context::Fresh(const std::string& hint) {
   std::string name;
   do {
     name = fmt::format("{}__{}", hint.empty() ? "t" : hint, fresh_++);
-  } while (values_.contains(name) || node_names_.contains(name));
+  } while (Has(name) || node_names_.contains(name));
   return name;
 }
 
@@ -140,6 +167,13 @@ std::string Context::Scalar(double value, DType dtype) {
 std::string Context::ConstTensor(const Tensor& value, const std::string& hint) {
   const std::string name = Fresh(hint);
   DefineConstant(name, value);
+  return name;
+}
+
+std::string Context::Resolve(const std::string& name) const {
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    if (const auto b = it->find(name); b != it->end()) return b->second;
+  }
   return name;
 }
 
@@ -360,6 +394,7 @@ void Context::Emit(const std::string& op, const std::vector<std::string>& inputs
       }
     }
     v.materialized = true;
+    composites_.erase(outputs[o]);
     values_[outputs[o]] = std::move(v);
   }
 }
@@ -372,6 +407,11 @@ std::string Context::Op(const std::string& op, const std::vector<std::string>& i
 }
 
 void Context::Alias(const std::string& value, const std::string& out) {
+  if (IsComposite(value)) {
+    Composite c = GetComposite(value);
+    DefineComposite(out, std::move(c));
+    return;
+  }
   const Value& v = Get(value);
   if (v.constant) {
     DefineConstant(out, *v.constant);

@@ -11,6 +11,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backplane/backend/backend.hpp"
@@ -30,6 +32,15 @@ struct Value {
   Shape shape() const;  // static dims; throws on a symbolic one
 };
 
+// A sequence or an optional, resolved at import time: the names of its element values (tensors,
+// or other composites for nested types such as an optional sequence). An optional holds none or one.
+struct Composite {
+  enum class Kind { Sequence, Optional };
+  Kind kind = Kind::Sequence;
+  std::vector<std::string> items;
+  std::string KindName() const { return kind == Kind::Sequence ? "sequence" : "optional"; }
+};
+
 class Context {
  public:
   Context(std::string model, int64_t opset);
@@ -41,8 +52,11 @@ class Context {
   std::map<std::string, Tensor>& initializers() { return initializers_; }
 
   // ---- values -----------------------------------------------------------------------------------
-  bool Has(const std::string& name) const { return values_.contains(name); }
-  const Value& Get(const std::string& name) const;
+  bool Has(const std::string& name) const { return values_.contains(name) || composites_.contains(name); }
+  const Value& Get(const std::string& name) const;  // a tensor; a composite is an error
+  bool IsComposite(const std::string& name) const { return composites_.contains(name); }
+  const Composite& GetComposite(const std::string& name) const;  // a tensor is an error
+  void DefineComposite(const std::string& name, Composite value);
   void DefineInput(const std::string& name, DType dtype, std::vector<ir::Dim> dims);
   void DefineConstant(const std::string& name, Tensor value);
   // Makes `name` a graph value (a constant becomes a parameter or a literal Input node).
@@ -53,8 +67,19 @@ class Context {
   std::string Scalar(double value, DType dtype);
   std::string ConstTensor(const Tensor& value, const std::string& hint);
 
+  // ---- subgraph scopes (If branches, Loop / Scan / SequenceMap bodies) ---------------------------
+  // Inside a subgraph, its own names (inputs, initializers, node outputs) map to fresh value names;
+  // a name not bound in any open scope is an outer (eventually top-level) name.
+  void PushScope() { scopes_.emplace_back(); }
+  void PopScope() { scopes_.pop_back(); }
+  void Bind(const std::string& local, const std::string& value) { scopes_.back()[local] = value; }
+  std::string Resolve(const std::string& name) const;
+
   // ---- the node being lowered ---------------------------------------------------------------------
   void BeginNode(const ::onnx::NodeProto& node, int index);
+  // The node being lowered, saved around the import of a subgraph.
+  std::pair<const ::onnx::NodeProto*, int> CurrentNode() const { return {node_, node_index_}; }
+  void RestoreNode(std::pair<const ::onnx::NodeProto*, int> saved) { std::tie(node_, node_index_) = saved; }
   const ::onnx::NodeProto& node() const { return *node_; }
   std::string NodeWhere() const;  // "node 'name' (OpType)"
   [[noreturn]] void Unsupported(const std::string& detail) const;  // NotImplemented
@@ -77,6 +102,7 @@ class Context {
   bool HasInput(int i) const { return i < node_->input_size() && !node_->input(i).empty(); }
   const std::string& Input(int i) const;  // throws when absent
   const Value& In(int i) const { return Get(Input(i)); }
+  const Composite& CompositeIn(int i) const { return GetComposite(Input(i)); }
   const std::optional<Tensor>& ConstIn(int i) const { return In(i).constant; }
   // The constant input as int64 values; Unsupported when it is not known at import time.
   std::vector<int64_t> ConstInts(int i, const std::string& what) const;
@@ -93,7 +119,8 @@ class Context {
   // One-output convenience: returns a fresh name (or `out` when given).
   std::string Op(const std::string& op, const std::vector<std::string>& inputs, const ir::AttrMap& attrs = {},
                  const std::string& out = "");
-  // Defines `out` as an alias of `value` (a copy through an Input node, or the same constant).
+  // Defines `out` as an alias of `value` (a copy through an Input node, the same constant, or the
+  // same composite).
   void Alias(const std::string& value, const std::string& out);
 
   // The CPU backend that folds all-constant nodes at import time.
@@ -108,6 +135,8 @@ class Context {
   ir::Graph graph_;
   std::map<std::string, Tensor> initializers_;
   std::map<std::string, Value> values_;
+  std::map<std::string, Composite> composites_;
+  std::vector<std::map<std::string, std::string>> scopes_;
   std::set<std::string> node_names_;
   std::map<std::string, int64_t> placeholder_of_symbol_;
   std::map<int64_t, std::string> symbol_of_placeholder_;

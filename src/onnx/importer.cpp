@@ -3,6 +3,7 @@
 #include "backplane/onnx/importer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,6 +14,8 @@
 #include "onnx/context.hpp"
 #include "onnx/op_table.hpp"
 #include "onnx/tensor_proto.hpp"
+
+#include <onnx/onnx-data.pb.h>
 
 namespace backplane::onnx {
 namespace {
@@ -40,10 +43,83 @@ int64_t DefaultOpset(const ::onnx::ModelProto& m, const std::string& model) {
   return opset;
 }
 
-void DefineGraphInput(Context& ctx, const ::onnx::ValueInfoProto& in) {
+std::string TypeKindName(const ::onnx::TypeProto& t) {
+  if (t.has_sequence_type()) return "sequence";
+  if (t.has_optional_type()) return "optional";
+  if (t.has_map_type()) return "map";
+  if (t.has_sparse_tensor_type()) return "sparse tensor";
+  return "tensor";
+}
+
+// A bound sequence or optional input: its leaves become constants or runtime inputs.
+std::string DefineStructured(Context& ctx, const std::string& name, const StructuredValue& v) {
+  if (v.kind == StructuredValue::Kind::Tensor) {
+    if (ctx.Has(name)) Fail(ErrorCode::InvalidArgument, ctx.model(), fmt::format("structured input leaf '{}' clashes with a value of that name", name));
+    if (!v.runtime) {
+      ctx.DefineConstant(name, v.tensor);
+    } else {
+      std::vector<ir::Dim> dims;
+      for (int64_t d : v.tensor.shape()) dims.push_back({d, ""});
+      ctx.DefineInput(name, v.tensor.dtype(), std::move(dims));
+    }
+    return name;
+  }
+  Composite c;
+  c.kind = v.kind == StructuredValue::Kind::Sequence ? Composite::Kind::Sequence : Composite::Kind::Optional;
+  if (c.kind == Composite::Kind::Optional && v.items.size() > 1) {
+    Fail(ErrorCode::InvalidArgument, ctx.model(), fmt::format("structured input '{}' is an optional with {} values", name, v.items.size()));
+  }
+  for (size_t i = 0; i < v.items.size(); ++i) c.items.push_back(DefineStructured(ctx, fmt::format("{}[{}]", name, i), v.items[i]));
+  ctx.DefineComposite(name, std::move(c));
+  return name;
+}
+
+// Adds graph output `name` for value `value` (a constant gets a literal or parameter holder).
+void AddGraphOutput(Context& ctx, const std::string& value, const std::string& name) {
+  if (value != name) {
+    if (ctx.Has(name)) Fail(ErrorCode::InvalidArgument, ctx.model(), fmt::format("output leaf '{}' clashes with a value of that name", name));
+    ctx.Alias(value, name);
+  }
+  const Value& v = ctx.Get(name);
+  if (v.constant && !v.materialized) {
+    const std::string holder = ctx.Fresh(name);
+    ctx.DefineConstant(holder, *v.constant);
+    ctx.Materialize(holder);
+    ctx.graph().nodes.push_back(ir::Node{name, "Input", {holder}, {name}, {}});
+  }
+  ctx.graph().outputs.push_back(name);
+}
+
+// A sequence or optional output: its leaves become graph outputs; returns its layout.
+std::string AddStructuredOutput(Context& ctx, const std::string& value, const std::string& name) {
+  if (!ctx.IsComposite(value)) {
+    AddGraphOutput(ctx, value, name);
+    return "tensor";
+  }
+  const Composite c = ctx.GetComposite(value);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < c.items.size(); ++i) parts.push_back(AddStructuredOutput(ctx, c.items[i], fmt::format("{}[{}]", name, i)));
+  return fmt::format("{}({})", c.KindName(), fmt::join(parts, ", "));
+}
+
+void DefineGraphInput(Context& ctx, const ::onnx::ValueInfoProto& in, const ImportOptions& options) {
   const std::string& name = in.name();
+  if (in.type().has_sequence_type() || in.type().has_optional_type()) {
+    const auto it = options.structured_inputs.find(name);
+    if (it == options.structured_inputs.end()) {
+      Fail(ErrorCode::NotImplemented, ctx.model(),
+           fmt::format("graph input '{}' is a {}; sequences and optionals are resolved at import time, so its "
+                       "structure must be bound (ImportOptions::structured_inputs)",
+                       name, TypeKindName(in.type())));
+    }
+    if (it->second.kind == StructuredValue::Kind::Tensor) {
+      Fail(ErrorCode::InvalidArgument, ctx.model(), fmt::format("graph input '{}' is a {}, bound to a tensor", name, TypeKindName(in.type())));
+    }
+    DefineStructured(ctx, name, it->second);
+    return;
+  }
   if (!in.type().has_tensor_type()) {
-    Fail(ErrorCode::NotImplemented, ctx.model(), fmt::format("graph input '{}' is not a tensor (sequence, map and optional types are not supported)", name));
+    Fail(ErrorCode::NotImplemented, ctx.model(), fmt::format("graph input '{}' is a {} (map and sparse types are not supported)", name, TypeKindName(in.type())));
   }
   const auto& tt = in.type().tensor_type();
   const auto dtype = DTypeFromOnnx(tt.elem_type());
@@ -79,12 +155,45 @@ void DefineGraphInput(Context& ctx, const ::onnx::ValueInfoProto& in) {
   return m;
 }
 
-void RequireTensorType(const std::string& path, const ::onnx::ValueInfoProto& v, const char* what) {
-  if (v.has_type() && !v.type().has_tensor_type()) {
-    Fail(ErrorCode::NotImplemented, std::filesystem::path(path).filename().string(),
-         fmt::format("graph {} '{}' is not a tensor (sequence, map and optional types are not supported)", what,
-                     v.name()));
+StructuredValue::Kind KindOf(const std::string& path, const ::onnx::ValueInfoProto& v, const char* what) {
+  if (!v.has_type() || v.type().has_tensor_type()) return StructuredValue::Kind::Tensor;
+  if (v.type().has_sequence_type()) return StructuredValue::Kind::Sequence;
+  if (v.type().has_optional_type()) return StructuredValue::Kind::Optional;
+  Fail(ErrorCode::NotImplemented, std::filesystem::path(path).filename().string(),
+       fmt::format("graph {} '{}' is a {} (map and sparse types are not supported)", what, v.name(), TypeKindName(v.type())));
+}
+
+StructuredValue FromSequenceProto(const ::onnx::SequenceProto& p, const std::string& where);
+StructuredValue FromOptionalProto(const ::onnx::OptionalProto& p, const std::string& where);
+
+StructuredValue FromTensorProto(const ::onnx::TensorProto& p, const std::string& where) {
+  StructuredValue v;
+  v.tensor = TensorFromProto(p, where, std::filesystem::path(where).parent_path().string());
+  return v;
+}
+
+StructuredValue FromSequenceProto(const ::onnx::SequenceProto& p, const std::string& where) {
+  StructuredValue v;
+  v.kind = StructuredValue::Kind::Sequence;
+  for (const auto& t : p.tensor_values()) v.items.push_back(FromTensorProto(t, where));
+  for (const auto& s : p.sequence_values()) v.items.push_back(FromSequenceProto(s, where));
+  for (const auto& o : p.optional_values()) v.items.push_back(FromOptionalProto(o, where));
+  if (p.sparse_tensor_values_size() > 0 || p.map_values_size() > 0) {
+    throw Error(ErrorCode::NotImplemented, "onnx", fmt::format("{}: sequences of sparse tensors or maps are not supported", where));
   }
+  return v;
+}
+
+StructuredValue FromOptionalProto(const ::onnx::OptionalProto& p, const std::string& where) {
+  StructuredValue v;
+  v.kind = StructuredValue::Kind::Optional;
+  if (p.has_tensor_value()) v.items.push_back(FromTensorProto(p.tensor_value(), where));
+  if (p.has_sequence_value()) v.items.push_back(FromSequenceProto(p.sequence_value(), where));
+  if (p.has_optional_value()) v.items.push_back(FromOptionalProto(p.optional_value(), where));
+  if (p.has_sparse_tensor_value() || p.has_map_value()) {
+    throw Error(ErrorCode::NotImplemented, "onnx", fmt::format("{}: optionals of sparse tensors or maps are not supported", where));
+  }
+  return v;
 }
 
 }  // namespace
@@ -96,7 +205,6 @@ std::vector<std::string> GraphInputNames(const std::string& path) {
   std::vector<std::string> names;
   for (const auto& in : m.graph().input()) {
     if (inits.contains(in.name())) continue;
-    RequireTensorType(path, in, "input");
     names.push_back(in.name());
   }
   return names;
@@ -105,11 +213,32 @@ std::vector<std::string> GraphInputNames(const std::string& path) {
 std::vector<std::string> GraphOutputNames(const std::string& path) {
   const ::onnx::ModelProto m = ParseModel(path);
   std::vector<std::string> names;
-  for (const auto& out : m.graph().output()) {
-    RequireTensorType(path, out, "output");
-    names.push_back(out.name());
-  }
+  for (const auto& out : m.graph().output()) names.push_back(out.name());
   return names;
+}
+
+std::map<std::string, StructuredValue::Kind> GraphValueKinds(const std::string& path) {
+  const ::onnx::ModelProto m = ParseModel(path);
+  std::map<std::string, StructuredValue::Kind> kinds;
+  for (const auto& in : m.graph().input()) kinds[in.name()] = KindOf(path, in, "input");
+  for (const auto& out : m.graph().output()) kinds[out.name()] = KindOf(path, out, "output");
+  return kinds;
+}
+
+std::string StructuredLayout(const StructuredValue& v) {
+  if (v.kind == StructuredValue::Kind::Tensor) return "tensor";
+  std::vector<std::string> parts;
+  for (const StructuredValue& item : v.items) parts.push_back(StructuredLayout(item));
+  return fmt::format("{}({})", v.kind == StructuredValue::Kind::Sequence ? "sequence" : "optional", fmt::join(parts, ", "));
+}
+
+std::vector<std::pair<std::string, const Tensor*>> StructuredLeaves(const StructuredValue& v, const std::string& name) {
+  if (v.kind == StructuredValue::Kind::Tensor) return {{name, &v.tensor}};
+  std::vector<std::pair<std::string, const Tensor*>> leaves;
+  for (size_t i = 0; i < v.items.size(); ++i) {
+    for (auto& leaf : StructuredLeaves(v.items[i], fmt::format("{}[{}]", name, i))) leaves.push_back(std::move(leaf));
+  }
+  return leaves;
 }
 
 std::vector<std::string> ModelOpTypes(const std::string& path) {
@@ -154,10 +283,14 @@ ImportResult ImportOnnx(const std::string& path, const ImportOptions& options) {
       bound.insert(in.name());
       continue;
     }
-    DefineGraphInput(ctx, in);
+    DefineGraphInput(ctx, in, options);
+    if (options.structured_inputs.contains(in.name())) bound.insert(in.name());
   }
   for (const auto& [name, t] : options.bind_inputs) {
     if (!bound.contains(name)) Fail(ErrorCode::InvalidArgument, model, fmt::format("bound input '{}' is not a graph input", name));
+  }
+  for (const auto& [name, t] : options.structured_inputs) {
+    if (!bound.contains(name)) Fail(ErrorCode::InvalidArgument, model, fmt::format("structured input '{}' is not a sequence or optional graph input", name));
   }
 
   ImportResult result;
@@ -182,14 +315,11 @@ ImportResult ImportOnnx(const std::string& path, const ImportOptions& options) {
   for (const auto& out : g.output()) {
     const std::string& name = out.name();
     if (!ctx.Has(name)) Fail(ErrorCode::InvalidArgument, model, fmt::format("graph output '{}' is not defined", name));
-    const Value& v = ctx.Get(name);
-    if (v.constant && !v.materialized) {
-      const std::string holder = ctx.Fresh(name);
-      ctx.DefineConstant(holder, *v.constant);
-      ctx.Materialize(holder);
-      ctx.graph().nodes.push_back(ir::Node{name, "Input", {holder}, {name}, {}});
+    if (ctx.IsComposite(name)) {
+      result.structured_outputs[name] = AddStructuredOutput(ctx, name, name);
+    } else {
+      AddGraphOutput(ctx, name, name);
     }
-    ctx.graph().outputs.push_back(name);
   }
   result.graph = std::move(ctx.graph());
   result.initializers = std::move(ctx.initializers());
@@ -213,6 +343,28 @@ NamedTensor ReadTensorProtoFile(const std::string& path) {
   }
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
   return {proto.name(), TensorFromProto(proto, path, base_dir)};
+}
+
+NamedValue ReadValueProtoFile(const std::string& path, StructuredValue::Kind kind) {
+  if (kind == StructuredValue::Kind::Tensor) {
+    NamedTensor t = ReadTensorProtoFile(path);
+    StructuredValue v;
+    v.tensor = std::move(t.tensor);
+    return {t.name, std::move(v)};
+  }
+  const std::string bytes = ReadFileBytes(path, "value proto file", kMaxProtoBytes);
+  if (kind == StructuredValue::Kind::Sequence) {
+    ::onnx::SequenceProto proto;
+    if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      throw Error(ErrorCode::InvalidArgument, "onnx", fmt::format("{}: not a valid SequenceProto", path));
+    }
+    return {proto.name(), FromSequenceProto(proto, path)};
+  }
+  ::onnx::OptionalProto proto;
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    throw Error(ErrorCode::InvalidArgument, "onnx", fmt::format("{}: not a valid OptionalProto", path));
+  }
+  return {proto.name(), FromOptionalProto(proto, path)};
 }
 
 }  // namespace backplane::onnx

@@ -35,20 +35,21 @@ std::vector<fs::path> Numbered(const fs::path& dir, const std::string& prefix) {
   return files;
 }
 
-// Reads tensors and names them (the file's name, else the graph's name at the same position).
-std::map<std::string, Tensor> ReadNamed(const std::vector<fs::path>& files, const std::vector<std::string>& names,
-                                        const std::string& what) {
-  std::map<std::string, Tensor> out;
+// Reads values (tensors, sequences, optionals: by the graph's declared kind at the same position)
+// and names them (the file's name, else the graph's name at the same position).
+std::map<std::string, StructuredValue> ReadNamed(const std::vector<fs::path>& files, const std::vector<std::string>& names,
+                                                 const std::map<std::string, StructuredValue::Kind>& kinds,
+                                                 const std::string& what) {
+  std::map<std::string, StructuredValue> out;
   for (size_t k = 0; k < files.size(); ++k) {
-    NamedTensor t = ReadTensorProtoFile(files[k].string());
-    std::string name = t.name;
-    if (name.empty() || std::find(names.begin(), names.end(), name) == names.end()) {
-      if (k >= names.size()) {
-        throw Error(ErrorCode::InvalidArgument, "onnx", fmt::format("{} has more {} files than the graph has", files[k].string(), what));
-      }
-      name = names[k];
+    if (k >= names.size()) {
+      throw Error(ErrorCode::InvalidArgument, "onnx", fmt::format("{} has more {} files than the graph has", files[k].string(), what));
     }
-    out[name] = t.tensor;
+    const auto kind = kinds.find(names[k]);
+    NamedValue t = ReadValueProtoFile(files[k].string(), kind == kinds.end() ? StructuredValue::Kind::Tensor : kind->second);
+    std::string name = t.name;
+    if (name.empty() || std::find(names.begin(), names.end(), name) == names.end()) name = names[k];
+    out[name] = std::move(t.value);
   }
   return out;
 }
@@ -102,6 +103,7 @@ NodeTestResult RunNodeTest(const std::string& directory, const NodeTestOptions& 
     r.op_types = ModelOpTypes(model);
     const std::vector<std::string> input_names = GraphInputNames(model);
     const std::vector<std::string> output_names = GraphOutputNames(model);
+    const std::map<std::string, StructuredValue::Kind> kinds = GraphValueKinds(model);
     std::vector<fs::path> sets;
     for (const auto& e : fs::directory_iterator(dir)) {
       if (e.is_directory() && e.path().filename().string().starts_with("test_data_set_")) sets.push_back(e.path());
@@ -110,43 +112,72 @@ NodeTestResult RunNodeTest(const std::string& directory, const NodeTestOptions& 
     if (sets.empty()) throw Error(ErrorCode::InvalidArgument, "onnx", fmt::format("{}: no test_data_set_* directory", directory));
     auto backend = cpu::CreateBackend();
     for (const fs::path& set : sets) {
-      std::map<std::string, Tensor> inputs = ReadNamed(Numbered(set, "input"), input_names, "input");
-      const std::map<std::string, Tensor> expected = ReadNamed(Numbered(set, "output"), output_names, "output");
+      const std::map<std::string, StructuredValue> read = ReadNamed(Numbered(set, "input"), input_names, kinds, "input");
+      const std::map<std::string, StructuredValue> expected = ReadNamed(Numbered(set, "output"), output_names, kinds, "output");
+      auto bind = [&](const Tensor& t) {
+        return options.bind_integer_inputs && (IsInteger(t.dtype()) || t.dtype() == DType::Bool);
+      };
       ImportOptions io;
-      if (options.bind_integer_inputs) {
-        for (auto it = inputs.begin(); it != inputs.end();) {
-          if (IsInteger(it->second.dtype()) || it->second.dtype() == DType::Bool) {
-            io.bind_inputs[it->first] = it->second;
-            it = inputs.erase(it);
+      std::map<std::string, Tensor> inputs;
+      for (const auto& [name, v] : read) {
+        if (v.kind == StructuredValue::Kind::Tensor) {
+          if (bind(v.tensor)) {
+            io.bind_inputs[name] = v.tensor;
           } else {
-            ++it;
+            inputs[name] = v.tensor;
           }
+          continue;
         }
+        // Sequences and optionals: the structure is bound; float leaves stay runtime inputs.
+        StructuredValue s = v;
+        std::vector<StructuredValue*> stack = {&s};
+        while (!stack.empty()) {
+          StructuredValue* x = stack.back();
+          stack.pop_back();
+          if (x->kind == StructuredValue::Kind::Tensor) x->runtime = !bind(x->tensor);
+          for (StructuredValue& item : x->items) stack.push_back(&item);
+        }
+        for (const auto& [leaf, t] : StructuredLeaves(s, name)) {
+          if (!bind(*t)) inputs[leaf] = *t;
+        }
+        io.structured_inputs[name] = std::move(s);
       }
       ImportResult imported = ImportOnnx(model, io);
       r.op_types = imported.op_types;
+      const std::map<std::string, std::string> layouts = imported.structured_outputs;
       runtime::Executor executor(std::move(imported.graph), *backend);
       executor.LoadParams(imported.initializers);
       const std::map<std::string, Tensor> actual = executor.Run(inputs);
-      for (const auto& [name, want] : expected) {
-        const auto it = actual.find(name);
-        if (it == actual.end()) throw Error(ErrorCode::Internal, "onnx", fmt::format("output '{}' was not produced", name));
-        const Tensor& got = it->second;
-        if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
+      for (const auto& [output, value] : expected) {
+        const auto layout = layouts.find(output);
+        const std::string got_layout = layout == layouts.end() ? "tensor" : layout->second;
+        if (got_layout != StructuredLayout(value)) {
           r.status = NodeTestResult::Status::Failed;
-          r.reason = fmt::format("{}: output '{}' is {}{}, expected {}{}", set.filename().string(), name,
-                                 DTypeName(got.dtype()), ShapeToString(got.shape()), DTypeName(want.dtype()),
-                                 ShapeToString(want.shape()));
+          r.reason = fmt::format("{}: output '{}' is {}, expected {}", set.filename().string(), output, got_layout,
+                                 StructuredLayout(value));
           return r;
         }
-        const Compare c = AllClose(got, want, options.rtol, options.atol);
-        r.max_abs_error = std::max(r.max_abs_error, c.max_abs);
-        if (!c.ok) {
-          r.status = NodeTestResult::Status::Failed;
-          r.reason = fmt::format("{}: output '{}' element {} is {}, expected {} (max abs error {:.3g})",
-                                 set.filename().string(), name, c.first_bad, got.GetDouble(c.first_bad),
-                                 want.GetDouble(c.first_bad), c.max_abs);
-          return r;
+        for (const auto& [name, want_ptr] : StructuredLeaves(value, output)) {
+          const Tensor& want = *want_ptr;
+          const auto it = actual.find(name);
+          if (it == actual.end()) throw Error(ErrorCode::Internal, "onnx", fmt::format("output '{}' was not produced", name));
+          const Tensor& got = it->second;
+          if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
+            r.status = NodeTestResult::Status::Failed;
+            r.reason = fmt::format("{}: output '{}' is {}{}, expected {}{}", set.filename().string(), name,
+                                   DTypeName(got.dtype()), ShapeToString(got.shape()), DTypeName(want.dtype()),
+                                   ShapeToString(want.shape()));
+            return r;
+          }
+          const Compare c = AllClose(got, want, options.rtol, options.atol);
+          r.max_abs_error = std::max(r.max_abs_error, c.max_abs);
+          if (!c.ok) {
+            r.status = NodeTestResult::Status::Failed;
+            r.reason = fmt::format("{}: output '{}' element {} is {}, expected {} (max abs error {:.3g})",
+                                   set.filename().string(), name, c.first_bad, got.GetDouble(c.first_bad),
+                                   want.GetDouble(c.first_bad), c.max_abs);
+            return r;
+          }
         }
       }
       ++r.data_sets;

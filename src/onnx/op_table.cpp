@@ -26,6 +26,8 @@ const std::vector<OpEntry>& Table() {
     AddLossOps(t);
     AddRearrangeOps(t);
     AddResizeOps(t);
+    AddControlOps(t);
+    AddSequenceOps(t);
     return t;
   }();
   return table;
@@ -102,6 +104,32 @@ Tensor IntsTensor(const std::vector<int64_t>& values, Shape shape) {
   Tensor t(DType::Int64, std::move(shape));
   if (!values.empty()) std::memcpy(t.data(), values.data(), values.size() * sizeof(int64_t));
   return t;
+}
+
+Tensor BoolScalar(bool value) { return Tensor::FromDoubles(DType::Bool, {}, std::vector<double>{value ? 1.0 : 0.0}); }
+
+std::string TakeAlong(Context& ctx, const std::string& value, int64_t axis, int64_t index) {
+  std::vector<ir::Dim> dims = ctx.Get(value).dims;
+  const std::string one = ctx.Op("shape.slice", {value},
+                                 {{"starts", std::vector<int64_t>{index}}, {"ends", std::vector<int64_t>{index + 1}},
+                                  {"axes", std::vector<int64_t>{axis}}});
+  dims.erase(dims.begin() + axis);
+  return ReshapeTo(ctx, one, dims);
+}
+
+std::string StackValues(Context& ctx, const std::vector<std::string>& values, int64_t axis, const std::string& out) {
+  if (values.empty()) ctx.Invalid("there is nothing to stack (no elements)");
+  std::vector<std::string> parts;
+  for (const std::string& v : values) {
+    std::vector<ir::Dim> dims = ctx.Get(v).dims;
+    if (axis < 0 || axis > static_cast<int64_t>(dims.size())) {
+      ctx.Invalid(fmt::format("stacking axis {} is out of range for rank {}", axis, dims.size()));
+    }
+    dims.insert(dims.begin() + axis, ir::Dim{1, ""});
+    parts.push_back(ReshapeTo(ctx, v, dims, values.size() == 1 ? out : ""));
+  }
+  if (parts.size() == 1) return parts[0];
+  return ctx.Op("shape.concat", parts, {{"axis", axis}}, out);
 }
 
 Tensor CastTensor(const Tensor& t, DType to) {

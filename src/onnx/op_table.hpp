@@ -34,6 +34,18 @@ void AddTensorAxisOps(std::vector<OpEntry>& table);         // lower_tensor_axis
 void AddLossOps(std::vector<OpEntry>& table);               // lower_loss.cpp
 void AddRearrangeOps(std::vector<OpEntry>& table);          // lower_rearrange.cpp
 void AddResizeOps(std::vector<OpEntry>& table);             // lower_resize.cpp
+void AddControlOps(std::vector<OpEntry>& table);            // lower_control.cpp
+void AddSequenceOps(std::vector<OpEntry>& table);           // lower_sequence.cpp
+
+// Imports subgraph `g` (a branch or a body) with its inputs bound to `inputs` (value names, tensors
+// or composites; the count must match) and returns the value names of its outputs. The subgraph's
+// own names get fresh value names, so importing it again (an unrolled iteration) cannot clash;
+// other names resolve to the enclosing scopes. `what` names the subgraph in errors. The current
+// node is restored afterwards.
+std::vector<std::string> ImportSubgraph(Context& ctx, const ::onnx::GraphProto& g, const std::vector<std::string>& inputs,
+                                        const std::string& what);
+// The GRAPH attribute `name` of the current node; Invalid when absent.
+const ::onnx::GraphProto& AttrGraph(const Context& ctx, const std::string& name);
 
 // ---- helpers shared by the lowerings (lower_util.cpp) ---------------------------------------------
 // An axis in [-rank, rank) normalised to [0, rank); Invalid naming `what` otherwise.
@@ -46,5 +58,10 @@ Tensor CastTensor(const Tensor& t, DType to);
 // Int64 values of an integer constant.
 std::vector<int64_t> TensorInts(const Tensor& t);
 Tensor IntsTensor(const std::vector<int64_t>& values, Shape shape);
+Tensor BoolScalar(bool value);
+// Element `index` of `value` along `axis`, with that axis removed (a slice and a reshape).
+std::string TakeAlong(Context& ctx, const std::string& value, int64_t axis, int64_t index);
+// The tensors `values` (equal shapes) stacked along a new axis `axis` of the result (in [0, rank]).
+std::string StackValues(Context& ctx, const std::vector<std::string>& values, int64_t axis, const std::string& out);
 
 }  // namespace backplane::onnx
