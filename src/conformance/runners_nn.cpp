@@ -236,7 +236,12 @@ Measure RunMultiHead(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
        130},
       {{.NumHeads = 2, .HeadDim = 32}, 130, 257},
       {{.NumHeads = 2, .HeadDim = 64, .Causal = true}, 257, 129},
-      {{.NumHeads = 4, .HeadDim = 16, .Causal = true, .WindowSize = 1}, 20, 20}};
+      {{.NumHeads = 4, .HeadDim = 16, .Causal = true, .WindowSize = 1}, 20, 20},
+      // Two-sided windows (WindowRight), without and with the causal cut.
+      {{.NumHeads = 2, .HeadDim = 8, .WindowSize = 3, .WindowRight = 2}, 17, 17},
+      {{.NumHeads = 2, .HeadDim = 8, .WindowSize = 5, .KVHeadCount = 1, .WindowRight = -1}, 9, 21},
+      {{.NumHeads = 4, .HeadDim = 16, .WindowSize = 7, .ALiBiSlope = 0.5f, .WindowRight = 40}, 33, 33},
+      {{.NumHeads = 2, .HeadDim = 8, .Causal = true, .WindowSize = 4, .WindowRight = 3}, 12, 12}};
   if (!Quick(c)) {
     cases.push_back({{.NumHeads = 8, .HeadDim = 64, .Causal = true}, 300, 300});
     cases.push_back(
@@ -248,8 +253,8 @@ Measure RunMultiHead(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     const int64_t kv = cfg.KVHeadCount > 0 ? cfg.KVHeadCount : cfg.NumHeads;
     for (const InputSet& set : kInputSets) {
       const std::string where = fmt::format(
-          "heads={} dim={} kv={} causal={} window={} alibi={} seqQ={} seqK={} {}", cfg.NumHeads,
-          cfg.HeadDim, kv, cfg.Causal, cfg.WindowSize, cfg.ALiBiSlope, s.seqQ, s.seqK, set.name);
+          "heads={} dim={} kv={} causal={} window={} right={} alibi={} seqQ={} seqK={} {}", cfg.NumHeads,
+          cfg.HeadDim, kv, cfg.Causal, cfg.WindowSize, cfg.WindowRight, cfg.ALiBiSlope, s.seqQ, s.seqK, set.name);
       const auto q = Input(c.dtype, s.seqQ * cfg.NumHeads * cfg.HeadDim, ++seed, set.specials);
       const auto k = Input(c.dtype, s.seqK * kv * cfg.HeadDim, ++seed, set.specials);
       const auto v = Input(c.dtype, s.seqK * kv * cfg.HeadDim, ++seed + 31, set.specials);
@@ -279,6 +284,8 @@ Measure RunMultiHead(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   ExpectSameError("HeadDim=0", out, call({.NumHeads = 2, .HeadDim = 0}, c.dtype), m);
   ExpectSameError("WindowSize<0", out,
                   call({.NumHeads = 2, .HeadDim = 2, .WindowSize = -1}, c.dtype), m);
+  ExpectSameError("WindowRight<-1", out,
+                  call({.NumHeads = 2, .HeadDim = 2, .WindowSize = 1, .WindowRight = -2}, c.dtype), m);
   ExpectSameError("ALiBiSlope<0", out,
                   call({.NumHeads = 2, .HeadDim = 2, .ALiBiSlope = -1.0f}, c.dtype), m);
   ExpectSameError("ALiBiSlope NaN", out,

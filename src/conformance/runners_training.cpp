@@ -369,11 +369,11 @@ void RegisterOptimizerRunners(RunnerRegistry& r) {
 using LBFGSFn = BP_RET_LBFGSStep (*)(BP_PARAMS_LBFGSStep);
 
 struct LBFGSSide {
-  std::vector<uint8_t> p, prevP, prevG, sH, yH;
+  std::vector<uint8_t> p, lastS, prevG, sH, yH;
   std::vector<double> rho;
   int64_t head = 0, stored = 0, step = 0;
   LBFGSState State() {
-    return {prevP.data(), prevG.data(), sH.data(), yH.data(), rho.data(), &head, &stored, &step};
+    return {lastS.data(), prevG.data(), sH.data(), yH.data(), rho.data(), &head, &stored, &step};
   }
 };
 
@@ -384,11 +384,11 @@ Measure RunLBFGS(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   const Tolerance tol = DefaultTolerance(dt), stateTol = DefaultTolerance(st);
   const Tolerance rhoTol{1e-10, 1e-10};
   struct Cfg {
-    float lr;
+    double lr;
     int64_t history;
     bool quadratic;  // grads = c_i p_i (curvature pairs kept); else random grads (pairs mostly skipped)
   };
-  const Cfg cfgs[] = {{1.0f, 3, true}, {0.5f, 1, true}, {0.1f, 5, true}, {0.3f, 2, false}};
+  const Cfg cfgs[] = {{1.0, 3, true}, {0.5, 1, true}, {0.1, 5, true}, {0.3, 2, false}};
   constexpr int kSteps = 8;
   for (int64_t n : c.sizes) {
     for (const Cfg& k : cfgs) {
@@ -398,8 +398,8 @@ Measure RunLBFGS(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
         LBFGSSide side[2];
         for (LBFGSSide& b : side) {
           b.p = Inputs(c, dt, n, seed, 1.0, specials);
-          b.prevP.assign(DTypeStorageBytes(st, n) + 8, 0);
-          b.prevG = b.prevP;
+          b.lastS.assign(DTypeStorageBytes(st, n) + 8, 0);
+          b.prevG = b.lastS;
           b.sH.assign(DTypeStorageBytes(st, n * k.history) + 8, 0);
           b.yH = b.sH;
           b.rho.assign(static_cast<size_t>(k.history), 0.0);
@@ -423,7 +423,7 @@ Measure RunLBFGS(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
           }
           const int64_t h = n * k.history;
           CompareStorage(side[1].p, side[0].p, dt, n, tol, at + " params", m);
-          CompareStorage(side[1].prevP, side[0].prevP, st, n, stateTol, at + " prevParams", m);
+          CompareStorage(side[1].lastS, side[0].lastS, st, n, stateTol, at + " lastStep", m);
           CompareStorage(side[1].prevG, side[0].prevG, st, n, stateTol, at + " prevGrads", m);
           CompareStorage(side[1].sH, side[0].sH, st, h, stateTol, at + " sHistory", m);
           CompareStorage(side[1].yH, side[0].yH, st, h, stateTol, at + " yHistory", m);
@@ -445,15 +445,15 @@ Measure RunLBFGS(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     LBFGSSide side[2];
     for (LBFGSSide& b : side) {
       b.p = Inputs(c, dt, n, c.seed, 1.0, false);
-      b.prevP.assign(DTypeStorageBytes(st, n) + 8, 0);
-      b.prevG = b.prevP;
+      b.lastS.assign(DTypeStorageBytes(st, n) + 8, 0);
+      b.prevG = b.lastS;
       b.sH.assign(DTypeStorageBytes(st, 2 * n) + 8, 0);
       b.yH = b.sH;
       b.rho.assign(2, 0.0);
       b.head = bad == 1 ? 2 : 0;
     }
     const auto g = Inputs(c, dt, n, c.seed + 1, 1.0, false);
-    const LBFGSConfig config{1.0f, bad == 2 ? 0 : 2};
+    const LBFGSConfig config{1.0, bad == 2 ? 0 : 2};
     auto run = [&](ErasedKernel k, LBFGSSide& b) {
       LBFGSState s = b.State();
       if (bad == 3) s.rhoHistory = nullptr;

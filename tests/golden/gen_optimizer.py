@@ -20,19 +20,19 @@ Oracles (never the code under test):
       for f32 and float64 for f64. For f16/bf16 the same torch optimizer runs on a float32 copy
       (float32 state), and the parameters are rounded to the storage dtype after every step:
       exactly Backplane's contract (compute in f32, state in f32, round once on store).
-  LBFGS: torch.optim.LBFGS(max_iter=1, line_search_fn=None), one call per step with a closure
-      returning the gradient, for f32/f64. torch scales its very first step by
-      min(1, 1/|g|_1); Backplane has no such special case (the caller picks lr per call), so
-      torch's state is seeded as if one empty iteration had happened (prev grad = g0, d = 0:
-      y = s = 0, no pair stored, next t = lr). For f16/bf16 storage, whose secant pairs come from
-      the rounded parameters, a NumPy transcription of Nocedal & Wright Algorithm 7.4 (checked
-      here against torch in float32 storage).
+  LBFGS: torch.optim.LBFGS(max_iter=1, line_search_fn=None, default tolerances), one call per
+      step with a closure returning the gradient, for f32/f64 (its first step is scaled by
+      min(1, 1/|g|_1), as Backplane's). For f16/bf16 storage a NumPy transcription of
+      torch's iteration (float32 vectors, float64 dots; checked here against torch in float32).
   Lion: lion-pytorch's update (Chen et al. 2023, Algorithm 1) with torch tensor ops.
   LARS: You et al. 2017, Algorithm 1, with torch tensor ops; norms in float64.
   LAMB: You et al. 2019, Algorithm 2 (phi = identity), with torch tensor ops; norms in float64.
   Hebbian: p += lr * signal (signal = -gradient here); if MaxNorm > 0 and ||p|| > MaxNorm,
       p *= MaxNorm / ||p|| (norm in float64).
-Hyper-parameters are float32 values (the type of the C++ config fields).
+Hyper-parameters are float32 values for f32/f16/bf16 storage and the exact float64 values for f64
+(the C++ config fields are double; torch.optim takes Python floats).
+
+Requires PyTorch (any 2.x; run it with a throwaway venv's python if /usr/bin/python3 has none).
 """
 import json
 import math
@@ -229,19 +229,9 @@ class LBFGSTorch:
     def __init__(self, cfg, p):
         self.p = p
         self.opt = torch.optim.LBFGS([p], lr=cfg["LearningRate"], max_iter=1,
-                                     history_size=cfg["HistorySize"], tolerance_grad=-1.0,
-                                     tolerance_change=-math.inf, line_search_fn=None)
-        self.first = True
+                                     history_size=cfg["HistorySize"], line_search_fn=None)
 
     def step(self, g):
-        if self.first:
-            # As if one empty iteration had happened: no first-step scaling, no pair.
-            st = self.opt.state[self.p]
-            st.update({"func_evals": 1, "n_iter": 1, "d": torch.zeros_like(g), "t": 0.0,
-                       "old_dirs": [], "old_stps": [], "ro": [], "H_diag": 1,
-                       "prev_flat_grad": g.clone(), "prev_loss": 0.0})
-            self.first = False
-
         def closure():
             self.p.grad = g.clone()
             return torch.zeros((), dtype=g.dtype)
@@ -255,45 +245,55 @@ def dot64(a, b):
 
 
 class LBFGSTextbook:
-    """Nocedal & Wright Algorithm 7.4 with Backplane's storage contract: vectors in the compute
-    dtype (float32 here), dot products in float64, s = p - p_prev from the stored parameters."""
+    """torch.optim.LBFGS's iteration (max_iter=1, no line search, tolerance_grad 1e-7,
+    tolerance_change 1e-9) with Backplane's storage contract: vectors in float32, dots in float64,
+    s = t d."""
 
     def __init__(self, cfg, p):
         self.p = p
         self.lr = cfg["LearningRate"]
         self.m = cfg["HistorySize"]
         self.pairs = []  # oldest first: (s, y, rho)
-        self.prev = None
+        self.prev_g = None
+        self.last = None  # t d of the previous iteration
+        self.k = 0
 
     def step(self, g):
         p = self.p.detach().numpy().astype(np.float32)
         g = g.numpy().astype(np.float32)
-        if self.prev is not None:
-            s = p - self.prev[0]
-            y = g - self.prev[1]
+        if np.abs(g).max() <= 1e-7:
+            return
+        self.k += 1
+        if self.k > 1:
+            y = g - self.prev_g
+            s = self.last
             ys = dot64(y, s)
             if ys > 1e-10:
                 if len(self.pairs) == self.m:
                     self.pairs.pop(0)
                 self.pairs.append((s, y, 1.0 / ys))
-        q = g.copy()
+        q = -g
         alphas = []
         for s, y, rho in reversed(self.pairs):
-            a = rho * dot64(s, q)
+            a = dot64(s, q) * rho
             alphas.append(a)
             q = q - np.float32(a) * y
         alphas.reverse()
-        gamma = 1.0
+        h_diag = 1.0
         if self.pairs:
             s, y, _ = self.pairs[-1]
-            gamma = dot64(s, y) / dot64(y, y)
-        r = np.float32(gamma) * q
+            h_diag = dot64(y, s) / dot64(y, y)
+        d = q * np.float32(h_diag)
         for (s, y, rho), a in zip(self.pairs, alphas):
-            beta = rho * dot64(y, r)
-            r = r + np.float32(a - beta) * s
-        self.prev = (p, g)
+            beta = dot64(y, d) * rho
+            d = d + np.float32(a - beta) * s
+        t = min(1.0, 1.0 / math.fsum(np.abs(g.astype(np.float64)))) * self.lr if self.k == 1 else self.lr
+        self.prev_g = g
+        self.last = d * np.float32(t)
+        if dot64(g, d) > -1e-9:
+            return
         with torch.no_grad():
-            self.p.copy_(torch.from_numpy(p - np.float32(self.lr) * r))
+            self.p.copy_(torch.from_numpy(p + self.last))
 
 
 def norm64(t):
@@ -427,6 +427,43 @@ LARGE_SETTINGS["LBFGS"] = {"LearningRate": 0.5, "HistorySize": 3}
 SAMPLES = sorted(set(list(range(0, LARGE_N, 41)) + [1, 2, 4095, 4096, 4097, 4098]))
 
 
+def loss(prob, p):
+    """The objective whose gradient is gradient(prob, p) (torch's loss-change test reads it)."""
+    if prob["kind"] == "quadratic":
+        g = quad_grad(prob, p)  # A p - b
+        return 0.5 * sum((gi + bi) * pi for gi, bi, pi in zip(g, prob["b"], p)) - \
+            sum(bi * pi for bi, pi in zip(prob["b"], p))
+    total = 0.0
+    for xi, yi in zip(prob["X"], prob["y"]):
+        z = sum(a * b for a, b in zip(xi, p))
+        total += math.log1p(math.exp(z)) - yi * z
+    return total / len(prob["y"])
+
+
+def lbfgs_torch_steps(problems):
+    """torch.optim.LBFGS with max_iter > 1 in float64: per step() call, its iteration count and
+    the params after it (each of its iterations is one Backplane call)."""
+    out = []
+    for pname in ("quadratic", "logistic"):
+        prob = problems[pname]
+        for lr, hist, max_iter in ((1.0, 3, 5), (0.3, 10, 4)):
+            p = torch.tensor(prob["p0"], dtype=torch.float64)
+            opt = torch.optim.LBFGS([p], lr=lr, max_iter=max_iter, history_size=hist)
+
+            def closure():
+                p.grad = torch.tensor(gradient(prob, [float(v) for v in p]), dtype=torch.float64)
+                return torch.tensor(loss(prob, [float(v) for v in p]), dtype=torch.float64)
+
+            steps = []
+            for _ in range(6):
+                opt.step(closure)
+                steps.append({"n_iter": opt.state[p]["n_iter"], "params": [float(v) for v in p]})
+            out.append({"problem": pname, "p0": prob["p0"],
+                        "config": {"LearningRate": lr, "HistorySize": hist, "MaxIter": max_iter},
+                        "steps": steps})
+    return out
+
+
 def main():
     rng = np.random.default_rng(SEED)
     problems = make_problems(rng)
@@ -434,28 +471,29 @@ def main():
     cases = []
     for method, settings in SETTINGS.items():
         for si, cfg in enumerate(settings):
-            cfg = as_f32_config(cfg)
             for pname, prob in problems.items():
                 for storage in DTYPES:
+                    cfg_s = cfg if storage == "f64" else as_f32_config(cfg)
                     p0 = rounded(prob["p0"], storage)
-                    traj = trajectory(method, cfg, storage, p0, lambda p: gradient(prob, p),
+                    traj = trajectory(method, cfg_s, storage, p0, lambda p: gradient(prob, p),
                                       STEPS, CHECKPOINTS)
-                    cases.append({"method": method, "setting": si, "config": cfg,
+                    cases.append({"method": method, "setting": si, "config": cfg_s,
                                   "problem": pname, "dtype": storage, "p0": p0,
                                   "params": traj})
     with open(OUT, "w") as f:
         json.dump({"generator": "tests/golden/gen_optimizer.py", "seed": SEED,
                    "problems": {k: {kk: vv for kk, vv in v.items() if kk != "p0"}
                                 for k, v in problems.items()},
-                   "steps": STEPS, "checkpoints": CHECKPOINTS, "cases": cases}, f,
+                   "steps": STEPS, "checkpoints": CHECKPOINTS, "cases": cases,
+                   "lbfgs_max_iter": lbfgs_torch_steps(problems)}, f,
                   separators=(",", ":"))
         f.write("\n")
 
     p0, a, c = large_data()
     large = []
-    for method, cfg in LARGE_SETTINGS.items():
-        cfg = as_f32_config(cfg)
+    for method, cfg64 in LARGE_SETTINGS.items():
         for storage in DTYPES:
+            cfg = cfg64 if storage == "f64" else as_f32_config(cfg64)
             traj = trajectory(method, cfg, storage, rounded(p0, storage),
                               lambda p: list(a * (np.asarray(p) - c)), LARGE_STEPS,
                               [LARGE_STEPS])

@@ -2,8 +2,9 @@
 """Golden data for the graph-level training ops (tests/runtime/train_ops_test.cpp, lowerings in
 src/runtime/ops/train_ops.cpp).
 
-Run with the system Python (NumPy, PyTorch 1.13) from anywhere:
-    /usr/bin/python3 tests/golden/gen_train_ops.py
+Run with a Python that has NumPy and PyTorch (2.x; a throwaway venv outside the repository if
+the system one has none) from anywhere:
+    /tmp/torchvenv/bin/python tests/golden/gen_train_ops.py
 Writes tests/golden/data/train_ops.json with two lists:
 
 "cases": one graph node each (losses and their gradients): op, inputs (dtype, shape, values) and
@@ -14,9 +15,10 @@ Writes tests/golden/data/train_ops.json with two lists:
   (a per-element scale) and t (the target); the loss is mean((a w - t)^2), so its Hessian is not
   a multiple of the identity. The graph computes the gradient with ops (a * mse_grad(a w, t)) and
   steps the optimizer; "steps" lists w after each run. Expected values come from torch.optim in
-  float64 on the same problem, or, for optimizers torch lacks (Lion, LARS, LAMB, Hebbian, L-BFGS
-  without line search), from the NumPy float64 implementations below of the papers' update rules.
-  Hyper-parameters are rounded to float32 before use, as the Backend's configs hold floats.
+  float64 on the same problem (L-BFGS: torch.optim.LBFGS(max_iter=1), one iteration per run), or,
+  for optimizers torch lacks (Lion, LARS, LAMB, Hebbian), from the NumPy float64 implementations
+  below of the papers' update rules. Hyper-parameters are used as the exact float64 values (the
+  Backend's configs hold doubles).
 """
 
 import os
@@ -112,6 +114,18 @@ def gen_gradients():
              [(dtype, logits), ("i32", targets)], (dtype, x.grad.numpy()))
 
 
+def gen_loss_gradients():
+    """d(mean loss)/d(predictions) of MAE, Huber, BCE and KL by autograd (after the optimizers, so
+    that the earlier cases keep their random draws)."""
+    for op in ("train.loss.mae", "train.loss.huber", "train.loss.binary_cross_entropy", "train.loss.kl_divergence"):
+        fn, prange, trange = LOSSES[op]
+        for dtype, shape in [("f64", [3, 4]), ("f32", [2, 3]), ("bf16", [5])]:
+            p, t = tensor(dtype, shape, *prange), tensor(dtype, shape, *trange)
+            x = t64(p).requires_grad_()
+            fn(x, t64(t)).backward()
+            case(f"{op}_grad {dtype} {shape}", op + "_grad", [(dtype, p), (dtype, t)], (dtype, x.grad.numpy()))
+
+
 # ---- optimizers -----------------------------------------------------------------------------------
 def f32(x):
     return float(np.float32(x))
@@ -181,31 +195,22 @@ def hebbian(lr, max_norm):
     return step
 
 
-def lbfgs(lr, history_size):
-    """Nocedal & Wright Algorithm 7.4 without line search; pairs with y's <= 1e-10 are skipped;
-    H0 = (s'y / y'y) I from the newest pair."""
-    def dot(x, y):
-        return float(np.sum(x * y))
+def torch_lbfgs_steps(make, w0, a, t):
+    """torch.optim.LBFGS(max_iter=1): one closure evaluation and one iteration per run."""
+    w = t64(w0).requires_grad_()
+    opt = make([w])
 
-    def step(p, g, s, k):
-        pairs = s.setdefault("pairs", [])
-        if k > 1:
-            sv, yv = p - s["p"], g - s["g"]
-            if dot(yv, sv) > 1e-10:
-                pairs.append((sv, yv, 1.0 / dot(yv, sv)))
-                del pairs[:-history_size]
-        q, alphas = g.copy(), []
-        for sv, yv, rho in reversed(pairs):
-            alpha = rho * dot(sv, q)
-            q -= alpha * yv
-            alphas.append(alpha)
-        gamma = dot(pairs[-1][0], pairs[-1][1]) / dot(pairs[-1][1], pairs[-1][1]) if pairs else 1.0
-        r = gamma * q
-        for (sv, yv, rho), alpha in zip(pairs, reversed(alphas)):
-            r += (alpha - rho * dot(yv, r)) * sv
-        s["p"], s["g"] = p.copy(), g.copy()
-        return p - lr * r
-    return step
+    def closure():
+        opt.zero_grad()
+        loss = F.mse_loss(w * t64(a), t64(t))
+        loss.backward()
+        return loss
+
+    out = []
+    for _ in range(STEPS):
+        opt.step(closure)
+        out.append(w.detach().numpy().copy())
+    return out
 
 
 def trajectory(name, op, dtype, attrs, steps_fn):
@@ -231,45 +236,46 @@ def gen_optimizers():
     O = torch.optim
     for dtype in ("f64", "f32"):
         torch_case(f"adam {dtype}", "train.optimizer.adam", dtype, {"lr": 0.05},
-                   lambda p: O.Adam(p, lr=f32(0.05), betas=(f32(0.9), f32(0.999)), eps=f32(1e-8), foreach=False))
+                   lambda p: O.Adam(p, lr=float(0.05), betas=(float(0.9), float(0.999)), eps=float(1e-8), foreach=False))
         torch_case(f"sgd momentum {dtype}", "train.optimizer.sgd", dtype, {"lr": 0.05, "momentum": 0.9},
-                   lambda p: O.SGD(p, lr=f32(0.05), momentum=f32(0.9), foreach=False))
+                   lambda p: O.SGD(p, lr=float(0.05), momentum=float(0.9), foreach=False))
     torch_case("adam weight decay", "train.optimizer.adam", "f64", {"lr": 0.05, "weight_decay": 0.1, "beta2": 0.99},
-               lambda p: O.Adam(p, lr=f32(0.05), betas=(f32(0.9), f32(0.99)), eps=f32(1e-8),
-                                weight_decay=f32(0.1), foreach=False))
+               lambda p: O.Adam(p, lr=float(0.05), betas=(float(0.9), float(0.99)), eps=float(1e-8),
+                                weight_decay=float(0.1), foreach=False))
     torch_case("adamw defaults", "train.optimizer.adamw", "f64", {"lr": 0.05},
-               lambda p: O.AdamW(p, lr=f32(0.05), betas=(f32(0.9), f32(0.999)), eps=f32(1e-8),
-                                 weight_decay=f32(0.01), foreach=False))
+               lambda p: O.AdamW(p, lr=float(0.05), betas=(float(0.9), float(0.999)), eps=float(1e-8),
+                                 weight_decay=float(0.01), foreach=False))
     torch_case("adamax", "train.optimizer.adamax", "f64", {"weight_decay": 0.01},
-               lambda p: O.Adamax(p, lr=f32(0.002), betas=(f32(0.9), f32(0.999)), eps=f32(1e-8),
-                                  weight_decay=f32(0.01), foreach=False))
+               lambda p: O.Adamax(p, lr=float(0.002), betas=(float(0.9), float(0.999)), eps=float(1e-8),
+                                  weight_decay=float(0.01), foreach=False))
     torch_case("sgd nesterov weight decay", "train.optimizer.sgd", "f64",
                {"lr": 0.02, "momentum": 0.8, "nesterov": True, "weight_decay": 0.05},
-               lambda p: O.SGD(p, lr=f32(0.02), momentum=f32(0.8), nesterov=True, weight_decay=f32(0.05),
+               lambda p: O.SGD(p, lr=float(0.02), momentum=float(0.8), nesterov=True, weight_decay=float(0.05),
                                foreach=False))
     torch_case("sgd dampening", "train.optimizer.sgd", "f64", {"lr": 0.1, "momentum": 0.5, "dampening": 0.3},
-               lambda p: O.SGD(p, lr=f32(0.1), momentum=f32(0.5), dampening=f32(0.3), foreach=False))
+               lambda p: O.SGD(p, lr=float(0.1), momentum=float(0.5), dampening=float(0.3), foreach=False))
     torch_case("rmsprop defaults", "train.optimizer.rmsprop", "f64", {},
-               lambda p: O.RMSprop(p, lr=f32(0.01), alpha=f32(0.99), eps=f32(1e-8), foreach=False))
+               lambda p: O.RMSprop(p, lr=float(0.01), alpha=float(0.99), eps=float(1e-8), foreach=False))
     torch_case("rmsprop centered momentum", "train.optimizer.rmsprop", "f64",
                {"lr": 0.005, "momentum": 0.7, "centered": True, "weight_decay": 0.02},
-               lambda p: O.RMSprop(p, lr=f32(0.005), alpha=f32(0.99), eps=f32(1e-8), momentum=f32(0.7),
-                                   centered=True, weight_decay=f32(0.02), foreach=False))
+               lambda p: O.RMSprop(p, lr=float(0.005), alpha=float(0.99), eps=float(1e-8), momentum=float(0.7),
+                                   centered=True, weight_decay=float(0.02), foreach=False))
     torch_case("adagrad lr decay", "train.optimizer.adagrad", "f64", {"lr": 0.3, "lr_decay": 0.05, "weight_decay": 0.01},
-               lambda p: O.Adagrad(p, lr=f32(0.3), lr_decay=f32(0.05), weight_decay=f32(0.01), eps=f32(1e-10),
+               lambda p: O.Adagrad(p, lr=float(0.3), lr_decay=float(0.05), weight_decay=float(0.01), eps=float(1e-10),
                                    foreach=False))
     torch_case("adadelta", "train.optimizer.adadelta", "f64", {"rho": 0.8},
-               lambda p: O.Adadelta(p, lr=f32(1.0), rho=f32(0.8), eps=f32(1e-6), foreach=False))
+               lambda p: O.Adadelta(p, lr=float(1.0), rho=float(0.8), eps=float(1e-6), foreach=False))
     numpy_case("lion", "train.optimizer.lion", "f64", {"lr": 0.01, "weight_decay": 0.1},
-               lion(f32(0.01), f32(0.9), f32(0.99), f32(0.1)))
+               lion(float(0.01), float(0.9), float(0.99), float(0.1)))
     numpy_case("lars", "train.optimizer.lars", "f64", {"lr": 0.5, "eta": 0.02, "weight_decay": 0.001},
-               lars(f32(0.5), f32(0.02), f32(0.9), f32(0.001), f32(1e-8)))
+               lars(float(0.5), float(0.02), float(0.9), float(0.001), float(1e-8)))
     numpy_case("lamb", "train.optimizer.lamb", "f64", {"lr": 0.02, "weight_decay": 0.01},
-               lamb(f32(0.02), f32(0.9), f32(0.999), f32(1e-6), f32(0.01)))
+               lamb(float(0.02), float(0.9), float(0.999), float(1e-6), float(0.01)))
     numpy_case("hebbian max norm", "train.optimizer.hebbian", "f64", {"lr": 0.25, "max_norm": 6.0},
-               hebbian(f32(0.25), f32(6.0)))
-    numpy_case("lbfgs history 3", "train.optimizer.lbfgs", "f64", {"lr": 0.5, "history_size": 3},
-               lbfgs(f32(0.5), 3))
+               hebbian(float(0.25), float(6.0)))
+    trajectory("lbfgs history 3", "train.optimizer.lbfgs", "f64", {"lr": 0.5, "history_size": 3},
+               lambda w0, a, t: torch_lbfgs_steps(lambda p: O.LBFGS(p, lr=0.5, max_iter=1, history_size=3),
+                                                  w0, a, t))
 
 
 def main():
@@ -277,6 +283,7 @@ def main():
     gen_cross_entropy()
     gen_gradients()
     gen_optimizers()
+    gen_loss_gradients()
     write_json(OUT, {"generator": "tests/golden/gen_train_ops.py", "cases": CASES, "trajectories": TRAJECTORIES})
 
 

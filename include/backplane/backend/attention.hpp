@@ -19,6 +19,10 @@ struct MultiHeadAttentionConfig {
   int64_t WindowSize = 0;     // > 0: each query sees only the last WindowSize keys
   float ALiBiSlope = 0.0f;    // head h gets slope ALiBiSlope^(h+1); 0 disables ALiBi
   int64_t KVHeadCount = 0;    // <= 0 means NumHeads (MHA); 1 is MQA; otherwise GQA
+  // With WindowSize > 0, keys up to WindowRight positions after the query's are visible too
+  // (-1: no bound): FlashAttention's window_size = (WindowSize - 1, WindowRight). Causal still
+  // cuts the future. 0 keeps the window causal.
+  int64_t WindowRight = 0;
 };
 
 // X(Surface, Method, Family, accepted DTypes)

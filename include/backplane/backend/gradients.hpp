@@ -1,4 +1,5 @@
-// Backend surface Gradients (2 methods, added by Backplane): exact derivatives of the mean losses.
+// Backend surface Gradients (6 methods, added by Backplane): exact derivatives of the mean losses
+// with respect to the predictions (torch.autograd of the torch loss with reduction='mean').
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,10 @@ namespace backplane {
 // X(Surface, Method, Family, accepted DTypes)
 #define BP_SURFACE_GRADIENTS(X)                                \
   X(Gradients, MSEGrad, MSEGrad, kFloatDTypes)                 \
+  X(Gradients, MAEGrad, MSEGrad, kFloatDTypes)                 \
+  X(Gradients, HuberGrad, MSEGrad, kFloatDTypes)               \
+  X(Gradients, BinaryCrossEntropyGrad, MSEGrad, kFloatDTypes)  \
+  X(Gradients, KLDivergenceGrad, MSEGrad, kFloatDTypes)        \
   X(Gradients, CrossEntropyGrad, CrossEntropyGrad, kFloatDTypes)
 
 class GradientsSurface {

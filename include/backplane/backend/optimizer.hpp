@@ -12,81 +12,86 @@ namespace backplane {
 // Adam, AdamW, Adamax and LAMB. Adam and Adamax add WeightDecay * p to the gradient (L2, as
 // torch.optim); AdamW and LAMB decay decoupled from the gradient.
 struct AdamConfig {
-  float LearningRate = 1e-3f;
-  float Beta1 = 0.9f;
-  float Beta2 = 0.999f;
-  float Eps = 1e-8f;
-  float WeightDecay = 0.0f;
+  double LearningRate = 1e-3;
+  double Beta1 = 0.9;
+  double Beta2 = 0.999;
+  double Eps = 1e-8;
+  double WeightDecay = 0.0;
 };
 
 struct SGDConfig {
-  float LearningRate = 1e-2f;
-  float Momentum = 0.0f;
-  float Dampening = 0.0f;
-  float WeightDecay = 0.0f;
+  double LearningRate = 1e-2;
+  double Momentum = 0.0;
+  double Dampening = 0.0;
+  double WeightDecay = 0.0;
   bool Nesterov = false;
 };
 
 struct LionConfig {
-  float LearningRate = 1e-4f;
-  float Beta1 = 0.9f;
-  float Beta2 = 0.99f;
-  float WeightDecay = 0.0f;
+  double LearningRate = 1e-4;
+  double Beta1 = 0.9;
+  double Beta2 = 0.99;
+  double WeightDecay = 0.0;
 };
 
 struct RMSpropConfig {
-  float LearningRate = 1e-2f;
-  float Alpha = 0.99f;
-  float Eps = 1e-8f;
-  float WeightDecay = 0.0f;
-  float Momentum = 0.0f;
+  double LearningRate = 1e-2;
+  double Alpha = 0.99;
+  double Eps = 1e-8;
+  double WeightDecay = 0.0;
+  double Momentum = 0.0;
   bool Centered = false;
 };
 
 // p <- p + LearningRate * signal; then, when MaxNorm > 0, p is rescaled to norm MaxNorm if longer.
 struct HebbianConfig {
-  float LearningRate = 1e-3f;
-  float MaxNorm = 0.0f;
+  double LearningRate = 1e-3;
+  double MaxNorm = 0.0;
 };
 
 struct LARSConfig {
-  float LearningRate = 1e-2f;
-  float Eta = 1e-3f;  // trust coefficient
-  float Momentum = 0.9f;
-  float WeightDecay = 0.0f;
-  float Eps = 1e-8f;
+  double LearningRate = 1e-2;
+  double Eta = 1e-3;  // trust coefficient
+  double Momentum = 0.9;
+  double WeightDecay = 0.0;
+  double Eps = 1e-8;
 };
 
 struct AdagradConfig {
-  float LearningRate = 1e-2f;
-  float LrDecay = 0.0f;
-  float WeightDecay = 0.0f;
-  float Eps = 1e-10f;
+  double LearningRate = 1e-2;
+  double LrDecay = 0.0;
+  double WeightDecay = 0.0;
+  double Eps = 1e-10;
 };
 
 struct AdadeltaConfig {
-  float LearningRate = 1.0f;
-  float Rho = 0.9f;
-  float Eps = 1e-6f;
-  float WeightDecay = 0.0f;
+  double LearningRate = 1.0;
+  double Rho = 0.9;
+  double Eps = 1e-6;
+  double WeightDecay = 0.0;
 };
 
+// torch.optim.LBFGS(lr, max_iter, history_size, tolerance_grad, tolerance_change,
+// line_search_fn=None): one call is one of its inner iterations, with the gradient at the current
+// params (a torch step with max_iter = k is k calls). See docs/semantics/optimizer.md.
 struct LBFGSConfig {
-  float LearningRate = 1.0f;
+  double LearningRate = 1.0;
   int64_t HistorySize = 10;
+  double ToleranceGrad = 1e-7;    // max |g| <= this: converged, nothing changes
+  double ToleranceChange = 1e-9;  // g.d > -this: no descent, the step is not applied
 };
 
 // L-BFGS state, owned by the caller and updated in place. Vectors have `count` elements in the
 // state dtype (f32, or f64 for f64 params); sHistory and yHistory hold HistorySize vectors each.
 struct LBFGSState {
-  void* prevParams = nullptr;
+  void* lastStep = nullptr;  // t d of the previous call (torch's s for the next pair)
   void* prevGrads = nullptr;
   void* sHistory = nullptr;
   void* yHistory = nullptr;
   double* rhoHistory = nullptr;  // HistorySize entries
   int64_t* head = nullptr;       // next slot to write
   int64_t* stored = nullptr;     // pairs stored, <= HistorySize
-  int64_t* step = nullptr;       // calls so far
+  int64_t* step = nullptr;       // iterations so far (calls that did not stop at ToleranceGrad)
 };
 
 // X(Surface, Method, Family, accepted DTypes)

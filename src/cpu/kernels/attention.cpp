@@ -58,7 +58,8 @@ struct Problem {
   int64_t heads, kvHeads;
   int64_t qStride, kStride, vStride, oStride;  // elements per row
   bool causal;
-  int64_t window;      // > 0: last `window` positions (implies causal)
+  int64_t window;      // > 0: last `window` positions up to the query's, and windowRight after
+  int64_t windowRight; // with window > 0: keys after the query's that stay visible (-1: all)
   double slope;        // ALiBi base slope (0: none); head h uses slope^(h+1)
   int64_t flashBlock;  // > 0: FlashAttention's tile rule in the exact fallback
   double scale;
@@ -325,8 +326,11 @@ struct Range {
 Range Visible(const Problem& p, int64_t i) {
   const int64_t pos = i + (p.seqK - p.seqQ);
   int64_t hi = p.seqK - 1, lo = 0;
-  if (p.causal || p.window > 0) hi = std::min(hi, pos);
-  if (p.window > 0) lo = std::max<int64_t>(0, pos - p.window + 1);
+  if (p.causal) hi = std::min(hi, pos);
+  if (p.window > 0) {
+    lo = std::max<int64_t>(0, pos - p.window + 1);
+    if (p.windowRight >= 0 && p.windowRight < p.seqK) hi = std::min(hi, pos + p.windowRight);
+  }
   return {lo, hi};
 }
 
@@ -678,6 +682,7 @@ void SingleHead(const FlashAttentionConfig& config, const void* q, const void* k
                   .oStride = valueDim,
                   .causal = config.Causal,
                   .window = 0,
+                  .windowRight = 0,
                   .slope = 0.0,
                   .flashBlock = kFlash ? config.BlockSize : 0,
                   .scale = 1.0 / std::sqrt(static_cast<double>(depth))};
@@ -692,7 +697,7 @@ void MultiHead(const MultiHeadAttentionConfig& config, const void* q, const void
   int64_t qWidth = 0, kvWidth = 0, qc = 0, kvc = 0;
   const bool ok =
       Floating(dtype) && seqQ >= 0 && seqK >= 0 && heads > 0 && dim > 0 && kvHeads <= heads &&
-      heads % kvHeads == 0 && config.WindowSize >= 0 && std::isfinite(slope) && slope >= 0.0 &&
+      heads % kvHeads == 0 && config.WindowSize >= 0 && config.WindowRight >= -1 && std::isfinite(slope) && slope >= 0.0 &&
       !(slope > 1.0 && !std::isfinite(std::pow(slope, static_cast<double>(heads)))) &&
       MulOk(heads, dim, &qWidth) && MulOk(kvHeads, dim, &kvWidth) && MulOk(qWidth, seqQ, &qc) &&
       MulOk(kvWidth, seqK, &kvc) && !(qc > 0 && !q) && !(kvc > 0 && (!k || !v)) && !(qc > 0 && !o);
@@ -719,6 +724,7 @@ void MultiHead(const MultiHeadAttentionConfig& config, const void* q, const void
                   .oStride = qWidth,
                   .causal = config.Causal,
                   .window = config.WindowSize,
+                  .windowRight = config.WindowRight,
                   .slope = slope,
                   .flashBlock = 0,
                   .scale = 1.0 / std::sqrt(static_cast<double>(dim))};

@@ -1,4 +1,10 @@
-// Highway kernels for the Gradients surface: MSEGrad and CrossEntropyGrad.
+// Highway kernels for the Gradients surface: MSEGrad, MAEGrad, HuberGrad, BinaryCrossEntropyGrad,
+// KLDivergenceGrad and CrossEntropyGrad.
+//
+// The elementwise gradients share MSEGrad's lanes and rounding: MAE sign(p - t), Huber
+// clamp(p - t, -1, 1), BCE (p - t) / max(p (1 - p), float(1e-12)), KL -t / p (0 where t = 0), each times
+// 1 / n where the reference divides by n (at most 1 ulp of f64 apart before rounding). BCE and KL
+// scan their inputs first; an invalid entry sends the call to the reference, which throws.
 //
 // MSEGrad: grad = (p - t) * (2 / n) in f64 lanes for every storage format (f16/bf16 widened in
 // f32 blocks), rounded to f32 and then, for f16/bf16, to nearest even, as the reference's store.
@@ -24,12 +30,15 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 #include "cpu/kernels/storage.hpp"
 
 namespace backplane::cpu::simd::gradients_ops {
 
 using namespace kinds;  // NOLINT: Kind, kF32 .. kBF16, KindOf, KindBytes (storage.hpp)
+
+enum GradOp : int { kMSE, kMAE, kHuber, kBCE, kKL };
 
 // The reference's row of CrossEntropyGrad in f64 (z and g may be the same buffer).
 template <class T>
@@ -62,9 +71,43 @@ using namespace gradients_ops;  // NOLINT
 
 constexpr size_t kBlock = 1024;
 
-// out[i] = (p[i] - t[i]) * scale in f64 lanes, stored as P (float or double).
-template <class P>
-void MSEGradTyped(const P* p, const P* t, P* out, size_t n, double scale) {
+// The f64 formula of grad kind `op` (kMSE..kKL) before the scale, as the reference's.
+template <int op>
+double GradScalar(double p, double t) {
+  const double d = p - t;
+  if constexpr (op == kMSE) return d;
+  if constexpr (op == kMAE) return d > 0.0 ? 1.0 : d < 0.0 ? -1.0 : (std::isnan(d) ? d : 0.0);
+  if constexpr (op == kHuber) return d > 1.0 ? 1.0 : d < -1.0 ? -1.0 : d;
+  if constexpr (op == kBCE) return d / std::max((1.0 - p) * p, double{1e-12f});
+  if constexpr (op == kKL) {
+    if (std::isnan(p) || std::isnan(t)) return std::numeric_limits<double>::quiet_NaN();
+    return t == 0.0 ? 0.0 : -t / p;
+  }
+  return d;
+}
+
+template <int op, class D, class V>
+V GradLanes(D d, V p, V t) {
+  const V diff = hn::Sub(p, t);
+  if constexpr (op == kMSE) return diff;
+  const V one = hn::Set(d, 1.0);
+  if constexpr (op == kMAE) {
+    const V zero_or_nan = hn::IfThenElse(hn::Eq(diff, diff), hn::Zero(d), diff);
+    return hn::IfThenElse(hn::Gt(diff, hn::Zero(d)), one,
+                          hn::IfThenElse(hn::Lt(diff, hn::Zero(d)), hn::Neg(one), zero_or_nan));
+  }
+  if constexpr (op == kHuber) {
+    return hn::IfThenElse(hn::Gt(diff, one), one, hn::IfThenElse(hn::Lt(diff, hn::Neg(one)), hn::Neg(one), diff));
+  }
+  if constexpr (op == kBCE) return hn::Div(diff, hn::Max(hn::Mul(hn::Sub(one, p), p), hn::Set(d, double{1e-12f})));
+  // kKL: 0 where t == 0 and p is not NaN; -t / p otherwise (NaN/Inf propagate).
+  const V q = hn::Neg(hn::Div(t, p));
+  return hn::IfThenElse(hn::And(hn::Eq(t, hn::Zero(d)), hn::Eq(p, p)), hn::Zero(d), q);
+}
+
+// out[i] = formula(p[i], t[i]) * scale in f64 lanes, stored as P (float or double).
+template <int op, class P>
+void GradTyped(const P* p, const P* t, P* out, size_t n, double scale) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<P, decltype(d)> dp;
   const size_t lanes = hn::Lanes(d);
@@ -74,13 +117,26 @@ void MSEGradTyped(const P* p, const P* t, P* out, size_t n, double scale) {
   constexpr bool kVector = sizeof(P) == 8 || HWY_TARGET != HWY_SCALAR;
   for (; kVector && i + lanes <= n; i += lanes) {
     if constexpr (sizeof(P) == 8) {
-      hn::StoreU(hn::Mul(hn::Sub(hn::LoadU(d, p + i), hn::LoadU(d, t + i)), s), d, out + i);
+      hn::StoreU(hn::Mul(GradLanes<op>(d, hn::LoadU(d, p + i), hn::LoadU(d, t + i)), s), d, out + i);
     } else {
-      const auto diff = hn::Sub(hn::PromoteTo(d, hn::LoadU(dp, p + i)), hn::PromoteTo(d, hn::LoadU(dp, t + i)));
-      hn::StoreU(hn::DemoteTo(dp, hn::Mul(diff, s)), dp, out + i);
+      const auto g = GradLanes<op>(d, hn::PromoteTo(d, hn::LoadU(dp, p + i)), hn::PromoteTo(d, hn::LoadU(dp, t + i)));
+      hn::StoreU(hn::DemoteTo(dp, hn::Mul(g, s)), dp, out + i);
     }
   }
-  for (; i < n; ++i) out[i] = static_cast<P>((static_cast<double>(p[i]) - static_cast<double>(t[i])) * scale);
+  for (; i < n; ++i) {
+    out[i] = static_cast<P>(GradScalar<op>(static_cast<double>(p[i]), static_cast<double>(t[i])) * scale);
+  }
+}
+
+template <class P>
+void GradDispatch(int op, const P* p, const P* t, P* out, size_t n, double scale) {
+  switch (op) {
+    case kMAE: return GradTyped<kMAE>(p, t, out, n, scale);
+    case kHuber: return GradTyped<kHuber>(p, t, out, n, scale);
+    case kBCE: return GradTyped<kBCE>(p, t, out, n, scale);
+    case kKL: return GradTyped<kKL>(p, t, out, n, scale);
+    default: return GradTyped<kMSE>(p, t, out, n, scale);
+  }
 }
 
 // One row of CrossEntropyGrad; g may alias z.
@@ -102,12 +158,13 @@ void GradRow(const T* z, T* g, size_t n, int32_t target, double inv_batch) {
 
 }  // namespace
 
-void MSEGradChunk(int kind, const void* p, const void* t, void* out, size_t n, double scale) {
+void GradChunk(int op, int kind, const void* p, const void* t, void* out, size_t n, double scale) {
   if (kind == kF32) {
-    return MSEGradTyped(static_cast<const float*>(p), static_cast<const float*>(t), static_cast<float*>(out), n, scale);
+    return GradDispatch(op, static_cast<const float*>(p), static_cast<const float*>(t), static_cast<float*>(out), n,
+                        scale);
   }
   if (kind == kF64) {
-    return MSEGradTyped(static_cast<const double*>(p), static_cast<const double*>(t), static_cast<double*>(out), n,
+    return GradDispatch(op, static_cast<const double*>(p), static_cast<const double*>(t), static_cast<double*>(out), n,
                         scale);
   }
   HWY_ALIGN float fp[kBlock], ft[kBlock];
@@ -116,7 +173,7 @@ void MSEGradChunk(int kind, const void* p, const void* t, void* out, size_t n, d
     const size_t m = std::min(kBlock, n - i);
     WidenBlock(static_cast<const uint16_t*>(p) + i, fp, m, bf16);
     WidenBlock(static_cast<const uint16_t*>(t) + i, ft, m, bf16);
-    MSEGradTyped(fp, ft, fp, m, scale);
+    GradDispatch(op, fp, ft, fp, m, scale);
     NarrowBlock(fp, static_cast<uint16_t*>(out) + i, m, bf16);
   }
 }
@@ -147,11 +204,12 @@ void CrossEntropyGradRows(int kind, const void* logits, const int32_t* targets, 
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "backplane/convert.hpp"
 #include "backplane/cpu/threads.hpp"
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
-HWY_EXPORT(MSEGradChunk);
+HWY_EXPORT(GradChunk);
 HWY_EXPORT(CrossEntropyGradRows);
 
 namespace {
@@ -159,16 +217,55 @@ using namespace gradients_ops;  // NOLINT
 
 constexpr int64_t kChunk = int64_t{1} << 16;
 
-void MSEGrad(const void* p, const void* t, void* grad, int64_t count, DType dtype) {
+using GradFn = void (*)(const void*, const void*, void*, int64_t, DType);
+
+// Widened value i of a float storage kind.
+double ValueAt(int kind, const void* v, int64_t i) {
+  switch (kind) {
+    case kF32: return static_cast<const float*>(v)[i];
+    case kF64: return static_cast<const double*>(v)[i];
+    case kF16: return F16ToF32(static_cast<const uint16_t*>(v)[i]);
+    default: return BF16ToF32(static_cast<const uint16_t*>(v)[i]);
+  }
+}
+
+// Whether the reference accepts the values (BCE: p in [0, 1]; KL: p, t not negative).
+bool ValidValues(int op, int kind, const void* p, const void* t, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const double pv = ValueAt(kind, p, i);
+    if (op == kBCE && !(pv >= 0.0 && pv <= 1.0)) return false;
+    if (op == kKL && (pv < 0.0 || ValueAt(kind, t, i) < 0.0)) return false;
+  }
+  return true;
+}
+
+void Grad(int op, GradFn reference, const void* p, const void* t, void* grad, int64_t count, DType dtype) {
   const int kind = KindOf(dtype);
-  if (kind < 0 || count <= 0 || !p || !t || !grad) return Reference().Gradients_MSEGrad(p, t, grad, count, dtype);
-  const double scale = 2.0 / static_cast<double>(count);
+  if (kind < 0 || count <= 0 || !p || !t || !grad) return reference(p, t, grad, count, dtype);
+  if ((op == kBCE || op == kKL) && !ValidValues(op, kind, p, t, count)) return reference(p, t, grad, count, dtype);
+  const double scale = (op == kMSE ? 2.0 : 1.0) / static_cast<double>(count);
   const size_t bytes = KindBytes(kind);
   ParallelFor(count, kChunk, [&](int64_t b, int64_t e) {
-    HWY_DYNAMIC_DISPATCH(MSEGradChunk)(kind, static_cast<const uint8_t*>(p) + b * bytes,
-                                       static_cast<const uint8_t*>(t) + b * bytes, static_cast<uint8_t*>(grad) + b * bytes,
-                                       static_cast<size_t>(e - b), scale);
+    HWY_DYNAMIC_DISPATCH(GradChunk)(op, kind, static_cast<const uint8_t*>(p) + b * bytes,
+                                    static_cast<const uint8_t*>(t) + b * bytes, static_cast<uint8_t*>(grad) + b * bytes,
+                                    static_cast<size_t>(e - b), scale);
   });
+}
+
+void MSEGrad(const void* p, const void* t, void* g, int64_t n, DType dt) {
+  Grad(kMSE, Reference().Gradients_MSEGrad, p, t, g, n, dt);
+}
+void MAEGrad(const void* p, const void* t, void* g, int64_t n, DType dt) {
+  Grad(kMAE, Reference().Gradients_MAEGrad, p, t, g, n, dt);
+}
+void HuberGrad(const void* p, const void* t, void* g, int64_t n, DType dt) {
+  Grad(kHuber, Reference().Gradients_HuberGrad, p, t, g, n, dt);
+}
+void BinaryCrossEntropyGrad(const void* p, const void* t, void* g, int64_t n, DType dt) {
+  Grad(kBCE, Reference().Gradients_BinaryCrossEntropyGrad, p, t, g, n, dt);
+}
+void KLDivergenceGrad(const void* p, const void* t, void* g, int64_t n, DType dt) {
+  Grad(kKL, Reference().Gradients_KLDivergenceGrad, p, t, g, n, dt);
 }
 
 void CrossEntropyGrad(const void* logits, const int32_t* targets, void* grad, int64_t batch, int64_t classes,
@@ -197,6 +294,10 @@ void CrossEntropyGrad(const void* logits, const int32_t* targets, void* grad, in
 
 void RegisterGradients(KernelTable& t) {
   t.Gradients_MSEGrad = &MSEGrad;
+  t.Gradients_MAEGrad = &MAEGrad;
+  t.Gradients_HuberGrad = &HuberGrad;
+  t.Gradients_BinaryCrossEntropyGrad = &BinaryCrossEntropyGrad;
+  t.Gradients_KLDivergenceGrad = &KLDivergenceGrad;
   t.Gradients_CrossEntropyGrad = &CrossEntropyGrad;
 }
 

@@ -1,7 +1,7 @@
 // Highway kernels for the Optimizer surface: one fused pass per step over params, grads and the
 // state (updated in place) for Adam, AdamW, Adamax, SGD, Lion, RMSprop, Adagrad, Adadelta and
 // LARS; LAMB and Hebbian take a norm pass (f64 lanes) and an update pass; LARS's norm pass runs
-// first. LBFGS is the reference's two-loop recursion with SIMD dots (f64 lanes) and axpys.
+// first. LBFGS is the reference's torch.optim.LBFGS iteration with SIMD dots (f64 lanes) and axpys.
 // f32 and f64 run in native lanes (state in the same type); f16/bf16 params and grads are
 // widened to f32 in blocks and rounded back to nearest even, the state stays f32. The update is
 // the reference's expression order with coefficients computed in double and rounded once to the
@@ -439,8 +439,8 @@ int StorageOf(DType d) {
   }
 }
 
-bool NonNeg(float x) { return std::isfinite(x) && x >= 0.0f; }
-bool Unit(float x, bool closed) { return x >= 0.0f && (closed ? x <= 1.0f : x < 1.0f); }
+bool NonNeg(double x) { return std::isfinite(x) && x >= 0.0f; }
+bool Unit(double x, bool closed) { return x >= 0.0f && (closed ? x <= 1.0f : x < 1.0f); }
 bool StepOk(const int64_t* s) { return s && *s >= 0 && *s < std::numeric_limits<int64_t>::max(); }
 
 struct Span {
@@ -731,16 +731,22 @@ void LBFGSTyped(const LBFGSConfig& config, void* params, const void* grads, cons
   const int64_t m = config.HistorySize;
   // f32/f64 params and grads are used in place (params is written last); f16/bf16 are widened.
   const bool native = dtype == DType::Float32 || dtype == DType::Float64;
-  std::vector<T> pw(native ? 0 : n), gw(native ? 0 : n), q(n), r(n);
+  std::vector<T> pw(native ? 0 : n), gw(native ? 0 : n), q(n);
   for (size_t i = 0; i < pw.size(); ++i) {
     const bool f16 = dtype == DType::Float16;
     const uint16_t pb = static_cast<const uint16_t*>(params)[i], gb = static_cast<const uint16_t*>(grads)[i];
     pw[i] = f16 ? F16ToF32(pb) : BF16ToF32(pb);
     gw[i] = f16 ? F16ToF32(gb) : BF16ToF32(gb);
   }
-  const T* p = native ? static_cast<const T*>(params) : pw.data();
   const T* g = native ? static_cast<const T*>(grads) : gw.data();
-  T* prevParams = static_cast<T*>(state.prevParams);
+  double maxAbs = 0.0;
+  bool nan = false;
+  for (size_t i = 0; i < n; ++i) {
+    nan = nan || std::isnan(g[i]);
+    maxAbs = std::max(maxAbs, std::fabs(static_cast<double>(g[i])));
+  }
+  if (!nan && maxAbs <= config.ToleranceGrad) return;
+  T* lastStep = static_cast<T*>(state.lastStep);
   T* prevGrads = static_cast<T*>(state.prevGrads);
   T* sHistory = static_cast<T*>(state.sHistory);
   T* yHistory = static_cast<T*>(state.yHistory);
@@ -748,15 +754,16 @@ void LBFGSTyped(const LBFGSConfig& config, void* params, const void* grads, cons
   auto slotY = [&](int64_t slot) { return yHistory + slot * count; };
 
   const int64_t k = ++*state.step;
-  if (k > 1) {
-    T* sv = r.data();  // s and y live in r and q until the recursion needs them
-    T* yv = q.data();
-    Lin(2, T(0), p, prevParams, sv, n);
+  if (k == 1) {
+    *state.head = 0;
+    *state.stored = 0;
+  } else {
+    T* yv = q.data();  // y lives in q until the recursion needs it
     Lin(2, T(0), g, prevGrads, yv, n);
-    const double ys = Dot(yv, sv, n);
+    const double ys = Dot(yv, lastStep, n);
     if (ys > 1e-10) {
       const int64_t slot = *state.head;
-      std::memcpy(slotS(slot), sv, n * sizeof(T));
+      std::memcpy(slotS(slot), lastStep, n * sizeof(T));
       std::memcpy(slotY(slot), yv, n * sizeof(T));
       state.rhoHistory[slot] = 1.0 / ys;
       *state.head = (slot + 1) % m;
@@ -766,31 +773,39 @@ void LBFGSTyped(const LBFGSConfig& config, void* params, const void* grads, cons
   const int64_t stored = *state.stored;
   auto slotOf = [&](int64_t j) { return (*state.head - 1 - j + m) % m; };
   std::vector<double> alpha(static_cast<size_t>(std::max<int64_t>(stored, 1)));
-  std::memcpy(q.data(), g, n * sizeof(T));
+  Lin(1, T(-1), g, nullptr, q.data(), n);  // q = -g
   for (int64_t j = 0; j < stored; ++j) {
     const int64_t slot = slotOf(j);
-    alpha[static_cast<size_t>(j)] = state.rhoHistory[slot] * Dot(slotS(slot), q.data(), n);
+    alpha[static_cast<size_t>(j)] = Dot(slotS(slot), q.data(), n) * state.rhoHistory[slot];
     Lin(0, -T(alpha[static_cast<size_t>(j)]), slotY(slot), q.data(), q.data(), n);  // q -= a y
   }
-  double gamma = 1.0;
+  double hDiag = 1.0;
   if (stored > 0) {
     const int64_t newest = slotOf(0);
-    gamma = Dot(slotS(newest), slotY(newest), n) / Dot(slotY(newest), slotY(newest), n);
+    hDiag = Dot(slotY(newest), slotS(newest), n) / Dot(slotY(newest), slotY(newest), n);
   }
-  Lin(1, T(gamma), q.data(), nullptr, r.data(), n);
+  T* d = q.data();
+  Lin(1, T(hDiag), d, nullptr, d, n);
   for (int64_t j = stored - 1; j >= 0; --j) {
     const int64_t slot = slotOf(j);
-    const double beta = state.rhoHistory[slot] * Dot(slotY(slot), r.data(), n);
-    Lin(0, T(alpha[static_cast<size_t>(j)] - beta), slotS(slot), r.data(), r.data(), n);
+    const double beta = Dot(slotY(slot), d, n) * state.rhoHistory[slot];
+    Lin(0, T(alpha[static_cast<size_t>(j)] - beta), slotS(slot), d, d, n);
   }
-  std::memcpy(prevParams, p, n * sizeof(T));
+  double t = config.LearningRate;
+  if (k == 1) {
+    double l1 = 0.0;
+    for (size_t i = 0; i < n; ++i) l1 += std::fabs(static_cast<double>(g[i]));
+    t = std::min(1.0, 1.0 / l1) * config.LearningRate;
+  }
+  const double gtd = Dot(g, d, n);
   std::memcpy(prevGrads, g, n * sizeof(T));
-  const T negLr = T(-static_cast<double>(config.LearningRate));
+  Lin(1, T(t), d, nullptr, lastStep, n);
+  if (gtd > -config.ToleranceChange) return;
   if (native) {
-    Lin(0, negLr, r.data(), static_cast<T*>(params), static_cast<T*>(params), n);
+    Lin(0, T(1), lastStep, static_cast<T*>(params), static_cast<T*>(params), n);
     return;
   }
-  Lin(0, negLr, r.data(), pw.data(), pw.data(), n);
+  Lin(0, T(1), lastStep, pw.data(), pw.data(), n);
   auto* out = static_cast<uint16_t*>(params);
   for (size_t i = 0; i < n; ++i) {
     out[i] = dtype == DType::Float16 ? F32ToF16(static_cast<float>(pw[i])) : F32ToBF16(static_cast<float>(pw[i]));
@@ -801,7 +816,8 @@ void LBFGS(BP_PARAMS_LBFGSStep) {
   const int64_t m = config.HistorySize;
   int64_t historyCount = 0;
   bool ok = StorageOf(dtype) >= 0 && count > 0 && params && grads && NonNeg(config.LearningRate) && m > 0 &&
-            !__builtin_mul_overflow(m, count, &historyCount) && state.prevParams && state.prevGrads &&
+            !std::isnan(config.ToleranceGrad) && !std::isnan(config.ToleranceChange) &&
+            !__builtin_mul_overflow(m, count, &historyCount) && state.lastStep && state.prevGrads &&
             state.sHistory && state.yHistory && state.rhoHistory && state.head && state.stored && StepOk(state.step);
   ok = ok && *state.head >= 0 && *state.head < m && *state.stored >= 0 && *state.stored <= m &&
        !(*state.step == 0 && *state.stored != 0);
@@ -811,7 +827,7 @@ void LBFGS(BP_PARAMS_LBFGSStep) {
     const auto n = static_cast<size_t>(count), h = static_cast<size_t>(historyCount);
     const Span spans[] = {{params, io},
                           {grads, io},
-                          {state.prevParams, n * st},
+                          {state.lastStep, n * st},
                           {state.prevGrads, n * st},
                           {state.sHistory, h * st},
                           {state.yHistory, h * st},

@@ -55,12 +55,14 @@ struct Head {
 // Which keys a query sees, and the additive score bias.
 struct Visibility {
   bool causal = false;
-  int64_t window = 0;  // > 0: only the last `window` positions up to p (implies causal)
+  int64_t window = 0;  // > 0: only the last `window` positions up to p, and `right` after it
+  int64_t right = 0;   // -1: no bound after p
   double alibi = 0.0;  // > 0: score += alibi * (j - p)
 
   bool Sees(int64_t p, int64_t j) const {
-    if ((causal || window > 0) && j > p) return false;
+    if (causal && j > p) return false;
     if (window > 0 && p - j >= window) return false;
+    if (window > 0 && right >= 0 && j - p > right) return false;
     return true;
   }
   double Bias(int64_t p, int64_t j) const {
@@ -267,6 +269,9 @@ void MultiHeadAttention(const MultiHeadAttentionConfig& config, const void* q, c
                          std::to_string(kvHeads));
   }
   CheckNonNegative(kOp, "WindowSize", config.WindowSize);
+  if (config.WindowRight < -1) {
+    ThrowInvalidArgument(kOp, "WindowRight", ">= -1", std::to_string(config.WindowRight));
+  }
   const double slope = static_cast<double>(config.ALiBiSlope);
   CheckFinite(kOp, "ALiBiSlope", slope);
   if (slope < 0.0) ThrowInvalidArgument(kOp, "ALiBiSlope", ">= 0", fmt::format("{}", slope));
@@ -310,6 +315,7 @@ void MultiHeadAttention(const MultiHeadAttentionConfig& config, const void* q, c
     Visibility vis;
     vis.causal = config.Causal;
     vis.window = config.WindowSize;
+    vis.right = config.WindowRight;
     vis.alibi = slope == 0.0 ? 0.0 : std::pow(slope, static_cast<double>(h + 1));
     for (int64_t i = 0; i < seqQ; ++i) AttendRowTwoPass(head, vis, i);
   }

@@ -5,7 +5,7 @@
 //    accumulators, histories) are f32, or f64 when dtype is f64. The update is computed in that
 //    state type T and the params are rounded once on store.
 //  * Scalar coefficients (1 - beta1, bias corrections, lr / (1 - beta1^t), ...) are computed in
-//    float64 from the float config fields and rounded once to T, as torch.optim computes them in
+//    float64 from the double config fields and rounded once to T, as torch.optim computes them in
 //    Python floats. Norms and dot products accumulate in float64.
 //  * *step is incremented at the start of every call (the first call sees step 1), including
 //    calls with count == 0.
@@ -47,13 +47,13 @@ void CheckStep(std::string_view op, std::string_view arg, const int64_t* step) {
 }
 
 // A finite hyper-parameter >= 0.
-void CheckNonNegativeParam(std::string_view op, std::string_view arg, float value) {
+void CheckNonNegativeParam(std::string_view op, std::string_view arg, double value) {
   CheckFinite(op, arg, value);
   if (!(value >= 0.0f)) ThrowInvalidArgument(op, arg, ">= 0", fmt::format("{}", value));
 }
 
 // A hyper-parameter in [0, 1) (closed = false) or [0, 1] (closed = true).
-void CheckUnitParam(std::string_view op, std::string_view arg, float value, bool closed) {
+void CheckUnitParam(std::string_view op, std::string_view arg, double value, bool closed) {
   // Also rejects NaN and infinities.
   const bool ok = value >= 0.0f && (closed ? value <= 1.0f : value < 1.0f);
   if (!ok) {
@@ -490,19 +490,28 @@ void Adadelta(BP_PARAMS_AdadeltaStep) {
   });
 }
 
-// ---- L-BFGS (Nocedal & Wright, Numerical Optimization, 2nd ed., Algorithm 7.4) -----------------
-// On each call: when a previous (p, g) exists (step > 1), s = p - p_prev and y = g - g_prev; the
-// pair is stored in the ring (slot head, rho = 1 / y's) only when y's > 1e-10. Then r = H g by the
-// two-loop recursion (first loop newest -> oldest, second oldest -> newest, each alpha_i paired
-// with its own history entry), H0 = gamma I with gamma = s'y / y'y of the newest stored pair (1
-// when the history is empty); p -= lr r; p and g become the previous pair. No line search: the
-// op has no loss closure (the caller may choose lr per call).
+// ---- L-BFGS: torch.optim.LBFGS's inner iteration (no line search) ------------------------------
+// On each call, with g the gradient at the current p:
+//   if max|g| <= ToleranceGrad: return (nothing changes, step included);
+//   k = ++step; k == 1: empty the history, d = -g;
+//   else: y = g - prevGrads, s = lastStep; if y's > 1e-10 the pair goes into the ring (oldest
+//   evicted, rho = 1 / y's); d = -H g by the two-loop recursion (first loop newest -> oldest,
+//   second oldest -> newest), H0 = s'y / y'y of the newest stored pair (1 when none);
+//   prevGrads = g; t = k == 1 ? min(1, 1 / |g|_1) lr : lr; lastStep = t d;
+//   if g'd > -ToleranceChange: return (no descent; torch breaks before the update); p += lastStep.
+// Dot products accumulate in f64; vectors are T.
 void LBFGS(BP_PARAMS_LBFGSStep) {
   constexpr std::string_view op = "Optimizer.LBFGS";
   WithComputeType(op, "dtype", dtype, [&](auto tag) {
     using T = decltype(tag);
     CheckVectors(op, params, "grads", grads, count);
     CheckNonNegativeParam(op, "config.LearningRate", config.LearningRate);
+    if (std::isnan(config.ToleranceGrad)) {
+      ThrowInvalidArgument(op, "config.ToleranceGrad", "not NaN", "nan");
+    }
+    if (std::isnan(config.ToleranceChange)) {
+      ThrowInvalidArgument(op, "config.ToleranceChange", "not NaN", "nan");
+    }
     const int64_t m = config.HistorySize;
     CheckPositive(op, "config.HistorySize", m);
     int64_t historyCount = 0;
@@ -511,7 +520,7 @@ void LBFGS(BP_PARAMS_LBFGSStep) {
                            "small enough that HistorySize * count fits in int64",
                            fmt::format("{} x {}", m, count));
     }
-    CheckPointer(op, "state.prevParams", state.prevParams, count);
+    CheckPointer(op, "state.lastStep", state.lastStep, count);
     CheckPointer(op, "state.prevGrads", state.prevGrads, count);
     CheckPointer(op, "state.sHistory", state.sHistory, historyCount);
     CheckPointer(op, "state.yHistory", state.yHistory, historyCount);
@@ -535,9 +544,17 @@ void LBFGS(BP_PARAMS_LBFGSStep) {
     const size_t n = static_cast<size_t>(count);
     const std::vector<T> p = Widen<T>(params, count, dtype);
     const std::vector<T> g = Widen<T>(grads, count, dtype);
-    std::vector<T> s(n), y(n), q(g), r(n);
+    double maxAbs = 0.0;  // torch: flat_grad.abs().max() <= tolerance_grad (NaN never converges)
+    bool nan = false;
+    for (size_t i = 0; i < n; ++i) {
+      nan = nan || std::isnan(g[i]);
+      maxAbs = std::max(maxAbs, std::fabs(static_cast<double>(g[i])));
+    }
+    if (n > 0 && !nan && maxAbs <= config.ToleranceGrad) return;
+
+    std::vector<T> y(n), q(n);
     std::vector<double> alpha(static_cast<size_t>(m));
-    T* prevParams = static_cast<T*>(state.prevParams);
+    T* lastStep = static_cast<T*>(state.lastStep);
     T* prevGrads = static_cast<T*>(state.prevGrads);
     T* sHistory = static_cast<T*>(state.sHistory);
     T* yHistory = static_cast<T*>(state.yHistory);
@@ -545,15 +562,15 @@ void LBFGS(BP_PARAMS_LBFGSStep) {
     auto slotY = [&](int64_t slot) { return yHistory + slot * count; };
 
     const int64_t k = ++*state.step;
-    if (k > 1) {
-      for (size_t i = 0; i < n; ++i) {
-        s[i] = p[i] - prevParams[i];
-        y[i] = g[i] - prevGrads[i];
-      }
-      const double ys = Dot(y.data(), s.data(), count);
+    if (k == 1) {
+      *state.head = 0;
+      *state.stored = 0;
+    } else {
+      for (size_t i = 0; i < n; ++i) y[i] = g[i] - prevGrads[i];
+      const double ys = Dot(y.data(), lastStep, count);
       if (ys > 1e-10) {  // curvature condition; otherwise the pair is skipped
         const int64_t slot = *state.head;
-        std::copy(s.begin(), s.end(), slotS(slot));
+        std::copy(lastStep, lastStep + n, slotS(slot));
         std::copy(y.begin(), y.end(), slotY(slot));
         state.rhoHistory[slot] = 1.0 / ys;
         *state.head = (slot + 1) % m;
@@ -561,35 +578,47 @@ void LBFGS(BP_PARAMS_LBFGSStep) {
       }
     }
 
-    // Two-loop recursion; j = 0 is the newest pair.
+    // Two-loop recursion on q = -g; j = 0 is the newest pair.
+    for (size_t i = 0; i < n; ++i) q[i] = -g[i];
     const int64_t stored = *state.stored;
     auto slotOf = [&](int64_t j) { return (*state.head - 1 - j + m) % m; };
     for (int64_t j = 0; j < stored; ++j) {
       const int64_t slot = slotOf(j);
-      alpha[static_cast<size_t>(j)] = state.rhoHistory[slot] * Dot(slotS(slot), q.data(), count);
+      alpha[static_cast<size_t>(j)] = Dot(slotS(slot), q.data(), count) * state.rhoHistory[slot];
       const T a = T(alpha[static_cast<size_t>(j)]);
       const T* yj = slotY(slot);
       for (size_t i = 0; i < n; ++i) q[i] = q[i] - a * yj[i];
     }
-    double gamma = 1.0;
+    double hDiag = 1.0;
     if (stored > 0) {
       const int64_t newest = slotOf(0);
-      gamma = Dot(slotS(newest), slotY(newest), count) / Dot(slotY(newest), slotY(newest), count);
+      hDiag = Dot(slotY(newest), slotS(newest), count) / Dot(slotY(newest), slotY(newest), count);
     }
-    for (size_t i = 0; i < n; ++i) r[i] = T(gamma) * q[i];
+    std::vector<T>& d = q;
+    for (size_t i = 0; i < n; ++i) d[i] = q[i] * T(hDiag);
     for (int64_t j = stored - 1; j >= 0; --j) {
       const int64_t slot = slotOf(j);
-      const double beta = state.rhoHistory[slot] * Dot(slotY(slot), r.data(), count);
+      const double beta = Dot(slotY(slot), d.data(), count) * state.rhoHistory[slot];
       const T c = T(alpha[static_cast<size_t>(j)] - beta);
       const T* sj = slotS(slot);
-      for (size_t i = 0; i < n; ++i) r[i] = r[i] + c * sj[i];
+      for (size_t i = 0; i < n; ++i) d[i] = d[i] + c * sj[i];
     }
 
-    const T negLr = T(-static_cast<double>(config.LearningRate));
+    double t = config.LearningRate;
+    if (k == 1) {
+      double l1 = 0.0;
+      for (size_t i = 0; i < n; ++i) l1 += std::fabs(static_cast<double>(g[i]));
+      t = std::min(1.0, 1.0 / l1) * config.LearningRate;
+    }
+    const double gtd = Dot(g.data(), d.data(), count);
+    const T tt = T(t);
     for (size_t i = 0; i < n; ++i) {
-      prevParams[i] = p[i];
       prevGrads[i] = g[i];
-      Store<T>(params, static_cast<int64_t>(i), dtype, p[i] + negLr * r[i]);
+      lastStep[i] = d[i] * tt;
+    }
+    if (gtd > -config.ToleranceChange) return;  // not a descent direction: no update
+    for (size_t i = 0; i < n; ++i) {
+      Store<T>(params, static_cast<int64_t>(i), dtype, p[i] + lastStep[i]);
     }
   });
 }

@@ -148,10 +148,14 @@ std::vector<TensorType> HeadsInfer(HeadsKind kind, Span in, const Attrs& attrs) 
   if (kind == HeadsKind::kGqa) {
     ExpectAttrIs(attrs, "num_kv_heads", kv);
     IntInRange(attrs, "window", 0);
+    IntInRange(attrs, "window_right", -1);
     const double slope = attrs.Float("alibi_slope");
     if (!std::isfinite(slope) || slope < 0) attrs.Fail("alibi_slope", "finite and >= 0", fmt::format("{}", slope));
   }
-  if (kind == HeadsKind::kSlidingWindow) IntInRange(attrs, "window", 1);
+  if (kind == HeadsKind::kSlidingWindow) {
+    IntInRange(attrs, "window", 1);
+    IntInRange(attrs, "window_right", -1);
+  }
   if (h == 0 || kv == 0 || h % kv != 0) {
     Fail(attrs, ErrorCode::ShapeMismatch,
          fmt::format("the K/V head count {} must be a positive divisor of the query head count {}", kv, h));
@@ -162,14 +166,15 @@ std::vector<TensorType> HeadsInfer(HeadsKind kind, Span in, const Attrs& attrs) 
 
 MultiHeadAttentionConfig HeadsConfig(HeadsKind kind, const Attrs& attrs, int64_t h, int64_t kv, int64_t d) {
   MultiHeadAttentionConfig c{.NumHeads = h, .HeadDim = d, .KVHeadCount = kv};
-  if (kind == HeadsKind::kSlidingWindow) {
-    c.Causal = true;
+  if (kind == HeadsKind::kSlidingWindow) {  // window_right 0 (the default): causal
     c.WindowSize = attrs.Int("window");
+    c.WindowRight = attrs.Int("window_right");
     return c;
   }
   c.Causal = attrs.Bool("causal");
   if (kind == HeadsKind::kGqa) {
     c.WindowSize = attrs.Int("window");
+    c.WindowRight = attrs.Int("window_right");
     c.ALiBiSlope = static_cast<float>(attrs.Float("alibi_slope"));
   }
   return c;

@@ -33,14 +33,17 @@ OpImpl Loss(LossMethod method) {
       }};
 }
 
-OpImpl MSEGradOp() {
+using GradMethod = void (GradientsSurface::*)(BP_PARAMS_MSEGrad);
+
+// d(mean loss)/d(predictions): the predictions' type.
+OpImpl LossGradOp(GradMethod method) {
   return OpImpl{
       [](std::span<const TensorType> in, const Attrs& attrs) {
         ExpectPair(in, attrs);
         return std::vector<TensorType>{in[0]};
       },
-      [](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
-        ctx.backend.Gradients().MSEGrad(in[0].data(), in[1].data(), out[0].data(), in[0].numel(), in[0].dtype());
+      [method](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
+        (ctx.backend.Gradients().*method)(in[0].data(), in[1].data(), out[0].data(), in[0].numel(), in[0].dtype());
       }};
 }
 
@@ -151,7 +154,7 @@ void EnsureState(OpContext& ctx, const std::string& key, const TensorType& type)
 
 void* State(OpContext& ctx, const std::string& key) { return ctx.state.tensors.at(key).data(); }
 int64_t* Counter(OpContext& ctx, const std::string& key) { return ctx.state.tensors.at(key).data_as<int64_t>(); }
-float F(const Attrs& attrs, const std::string& name) { return static_cast<float>(attrs.Float(name)); }
+double F(const Attrs& attrs, const std::string& name) { return attrs.Float(name); }
 
 // ---- optimizers: lowering ---------------------------------------------------------------------------
 // One step on `params` (count elements of dtype) with the node's state tensors.
@@ -249,10 +252,11 @@ OpImpl Adadelta() {
 }
 
 OpImpl LBFGS() {
-  return Optimizer({"prev_params", "prev_grads", "s_history", "y_history", "rho_history", "head", "stored", "step"},
+  return Optimizer({"last_step", "prev_grads", "s_history", "y_history", "rho_history", "head", "stored", "step"},
                    [](OpContext& ctx, void* p, const void* g, int64_t n, DType d) {
-                     const LBFGSConfig config{F(ctx.attrs, "lr"), ctx.attrs.Int("history_size")};
-                     const LBFGSState state{State(ctx, "prev_params"),
+                     const LBFGSConfig config{F(ctx.attrs, "lr"), ctx.attrs.Int("history_size"),
+                                              F(ctx.attrs, "tolerance_grad"), F(ctx.attrs, "tolerance_change")};
+                     const LBFGSState state{State(ctx, "last_step"),
                                             State(ctx, "prev_grads"),
                                             State(ctx, "s_history"),
                                             State(ctx, "y_history"),
@@ -274,7 +278,12 @@ void RegisterTrainOps(OpRegistry& r) {
   r.Add("train.loss.binary_cross_entropy", Loss(&L::BinaryCrossEntropy));
   r.Add("train.loss.kl_divergence", Loss(&L::KLDivergence));
   r.Add("train.loss.cross_entropy", CrossEntropyOp());
-  r.Add("train.loss.mse_grad", MSEGradOp());
+  using G = GradientsSurface;
+  r.Add("train.loss.mse_grad", LossGradOp(&G::MSEGrad));
+  r.Add("train.loss.mae_grad", LossGradOp(&G::MAEGrad));
+  r.Add("train.loss.huber_grad", LossGradOp(&G::HuberGrad));
+  r.Add("train.loss.binary_cross_entropy_grad", LossGradOp(&G::BinaryCrossEntropyGrad));
+  r.Add("train.loss.kl_divergence_grad", LossGradOp(&G::KLDivergenceGrad));
   r.Add("train.loss.cross_entropy_grad", CrossEntropyGradOp());
 
   using O = OptimizerSurface;
