@@ -86,6 +86,7 @@ std::vector<Shape3> Shapes(const RunContext& c) {
     shapes.push_back({2, n, 1});
     shapes.push_back({1, 3, n});
     shapes.push_back({3, n, 5});
+    if (n <= 65) shapes.push_back({2, n, 37});  // several vectors of columns and a tail
   }
   shapes.push_back({1, kLarge, 1});
   return shapes;

@@ -84,12 +84,6 @@ struct ModelBuilder {
   }
 };
 
-void AttrFloat(::onnx::NodeProto* n, const std::string& name, float v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
 void AttrInt(::onnx::NodeProto* n, const std::string& name, int64_t v) {
   auto* a = n->add_attribute();
   a->set_name(name);

@@ -40,8 +40,8 @@ std::vector<T> Values(const Tensor& t) {
 }
 
 // Runs one node `op` over `inputs` (x0, x1, ...) with outputs `outs`.
-std::map<std::string, Tensor> Run(const std::string& op, const std::vector<Tensor>& inputs, const json& attrs,
-                                  const std::vector<std::string>& outs = {"y"}) {
+std::map<std::string, Tensor> RunNode(const std::string& op, const std::vector<Tensor>& inputs, const json& attrs,
+                                      const std::vector<std::string>& outs = {"y"}) {
   json g = json::object({{"format", "backplane.graph"}, {"version", 1}, {"outputs", outs}});
   g["inputs"] = json::array();
   json names = json::array();
@@ -53,7 +53,7 @@ std::map<std::string, Tensor> Run(const std::string& op, const std::vector<Tenso
     feed[name] = inputs[i];
   }
   g["nodes"] = json::array(
-      {json::object({{"name", "n"}, {"op", op}, {"inputs", names}, {"outputs", outs}, {"attrs", attrs}})});
+      {json::object({{"name", "n"}, {"op", op}, {"inputs", names}, {"outputs", outs}, {"attrs", attrs.is_null() ? json::object() : attrs}})});
   Executor ex(ir::ParseGraph(g.dump()), Cpu());
   return ex.Run(feed);
 }
@@ -61,7 +61,7 @@ std::map<std::string, Tensor> Run(const std::string& op, const std::vector<Tenso
 TEST(TensorIndexOps, TopKTwoOutputsAlongANegativeAxis) {
   const std::vector<float> x = {0, 1, 2, 3, 4, 5, 6, 7, 11, 10, 9, 8};  // [3, 4]
   for (const bool largest : {true, false}) {
-    auto r = Run("tensor.topk", {Make(DType::Float32, {3, 4}, x)}, {{"k", 3}, {"axis", -1}, {"largest", largest}},
+    auto r = RunNode("tensor.topk", {Make(DType::Float32, {3, 4}, x)}, {{"k", 3}, {"axis", -1}, {"largest", largest}},
                  {"values", "indices"});
     EXPECT_EQ(r.at("values").shape(), (Shape{3, 3}));
     EXPECT_EQ(r.at("indices").dtype(), DType::Int64);
@@ -73,7 +73,7 @@ TEST(TensorIndexOps, TopKTwoOutputsAlongANegativeAxis) {
       EXPECT_EQ(Values<int64_t>(r.at("indices")), (std::vector<int64_t>{0, 1, 2, 0, 1, 2, 3, 2, 1}));
     }
   }
-  EXPECT_TRUE(ThrowsError([&] { Run("tensor.topk", {Make(DType::Float32, {3, 4}, x)}, {{"k", 5}}, {"v", "i"}); },
+  EXPECT_TRUE(ThrowsError([&] { RunNode("tensor.topk", {Make(DType::Float32, {3, 4}, x)}, {{"k", 5}}, {"v", "i"}); },
                           ErrorCode::InvalidArgument, {"tensor.topk", "k"}));
 }
 
@@ -84,14 +84,14 @@ TEST(TensorIndexOps, ScatterElementsWithInt32IndicesAndReductions) {
   const std::map<std::string, std::vector<float>> want = {
       {"none", {1, 3.0f, 3, 2.1f, 5}}, {"add", {1, 2 + 1.1f + 3.0f, 3, 4 + 2.1f, 5}}, {"mul", {1, 2 * 1.1f * 3.0f, 3, 4 * 2.1f, 5}}};
   for (const auto& [red, w] : want) {
-    auto r = Run("tensor.scatter_elements",
+    auto r = RunNode("tensor.scatter_elements",
                  {Make(DType::Float32, {1, 5}, data), Make(DType::Int32, {1, 3}, idx), Make(DType::Float32, {1, 3}, upd)},
                  {{"axis", 1}, {"reduction", red}});
     EXPECT_EQ(Values<float>(r.at("y")), w) << red;
   }
   EXPECT_TRUE(ThrowsError(
       [&] {
-        Run("tensor.scatter_elements",
+        RunNode("tensor.scatter_elements",
             {Make(DType::Float32, {1, 5}, data), Make(DType::Int32, {1, 3}, idx), Make(DType::Float32, {1, 3}, upd)},
             {{"axis", 1}, {"reduction", "max"}});
       },
@@ -99,7 +99,7 @@ TEST(TensorIndexOps, ScatterElementsWithInt32IndicesAndReductions) {
   const std::vector<int32_t> bad = {1, 5, 0};
   EXPECT_TRUE(ThrowsError(
       [&] {
-        Run("tensor.scatter_elements",
+        RunNode("tensor.scatter_elements",
             {Make(DType::Float32, {1, 5}, data), Make(DType::Int32, {1, 3}, bad), Make(DType::Float32, {1, 3}, upd)},
             {{"axis", 1}});
       },
@@ -111,17 +111,17 @@ TEST(TensorIndexOps, ScatterNDSlices) {
   const std::vector<float> data = {1, 2, 3, 4, 5, 6, 7, 8};
   const std::vector<int64_t> idx = {0, 2, 0};
   const std::vector<float> upd = {10, 20, 30, 40, 50, 60};
-  auto set = Run("tensor.scatter_nd",
+  auto set = RunNode("tensor.scatter_nd",
                  {Make(DType::Float32, {4, 2}, data), Make(DType::Int64, {3, 1}, idx), Make(DType::Float32, {3, 2}, upd)},
                  {});
   EXPECT_EQ(Values<float>(set.at("y")), (std::vector<float>{50, 60, 3, 4, 30, 40, 7, 8}));
-  auto add = Run("tensor.scatter_nd",
+  auto add = RunNode("tensor.scatter_nd",
                  {Make(DType::Float32, {4, 2}, data), Make(DType::Int64, {3, 1}, idx), Make(DType::Float32, {3, 2}, upd)},
                  {{"reduction", "add"}});
   EXPECT_EQ(Values<float>(add.at("y")), (std::vector<float>{61, 82, 3, 4, 35, 46, 7, 8}));
   EXPECT_TRUE(ThrowsError(
       [&] {
-        Run("tensor.scatter_nd",
+        RunNode("tensor.scatter_nd",
             {Make(DType::Float32, {4, 2}, data), Make(DType::Int64, {3, 1}, idx), Make(DType::Float32, {3, 3}, upd)}, {});
       },
       ErrorCode::ShapeMismatch, {"tensor.scatter_nd", "updates"}));
@@ -131,20 +131,20 @@ TEST(TensorIndexOps, GatherNDWithBatchDims) {
   // ONNX example 5: data [2, 2, 2], indices [[1], [0]] with batch_dims 1 -> [[2, 3], [4, 5]].
   const std::vector<int32_t> data = {0, 1, 2, 3, 4, 5, 6, 7};
   const std::vector<int64_t> idx = {1, 0};
-  auto r = Run("tensor.gather_nd", {Make(DType::Int32, {2, 2, 2}, data), Make(DType::Int64, {2, 1}, idx)},
+  auto r = RunNode("tensor.gather_nd", {Make(DType::Int32, {2, 2, 2}, data), Make(DType::Int64, {2, 1}, idx)},
                {{"batch_dims", 1}});
   EXPECT_EQ(r.at("y").shape(), (Shape{2, 2}));
   EXPECT_EQ(Values<int32_t>(r.at("y")), (std::vector<int32_t>{2, 3, 4, 5}));
   // ONNX example 2: indices [[[0, 1]], [[1, 0]]] on [2, 2] -> [[1], [2]].
   const std::vector<int64_t> pairs = {0, 1, 1, 0};
-  auto r2 = Run("tensor.gather_nd", {Make(DType::Int32, {2, 2}, std::vector<int32_t>{0, 1, 2, 3}),
+  auto r2 = RunNode("tensor.gather_nd", {Make(DType::Int32, {2, 2}, std::vector<int32_t>{0, 1, 2, 3}),
                                      Make(DType::Int64, {2, 1, 2}, pairs)},
                 {});
   EXPECT_EQ(r2.at("y").shape(), (Shape{2, 1}));
   EXPECT_EQ(Values<int32_t>(r2.at("y")), (std::vector<int32_t>{1, 2}));
   EXPECT_TRUE(ThrowsError(
       [&] {
-        Run("tensor.gather_nd", {Make(DType::Int32, {2, 2, 2}, data), Make(DType::Int64, {2, 1}, idx)},
+        RunNode("tensor.gather_nd", {Make(DType::Int32, {2, 2, 2}, data), Make(DType::Int64, {2, 1}, idx)},
             {{"batch_dims", 2}});
       },
       ErrorCode::InvalidArgument, {"tensor.gather_nd", "batch_dims"}));
