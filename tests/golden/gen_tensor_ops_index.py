@@ -4,7 +4,7 @@
 Run from the repository root with NumPy only:
     /usr/bin/python3 tests/golden/gen_tensor_ops_index.py
 
-Cases drawn from a fixed seed in their storage dtype (f16 by numpy; integers in their own dtype):
+Cases (TopK also with 37 columns, several vectors wide) drawn from a fixed seed in their storage dtype (f16 by numpy; integers in their own dtype):
     TopK             numpy.lexsort along axis 1 of [outer, axis, inner] with keys (NaN first for
                      largest / last for smallest, then the value descending / ascending, then the
                      index ascending), the first k kept
@@ -72,11 +72,11 @@ def values(dtype, shape, kind="random"):
 def topk_cases():
     cases = []
     for dtype in ["f32", "f64", "f16", "i32", "u8", "i16"]:
-        for (outer, axis, inner) in [(1, 6, 1), (2, 5, 3), (3, 9, 2), (1, 1, 4)]:
+        for (outer, axis, inner) in [(1, 6, 1), (2, 5, 3), (3, 9, 2), (1, 1, 4), (1, 5, 37)]:
             for kind in ["random", "ties"]:
                 x = values(dtype, (outer, axis, inner), kind)
                 for largest in [True, False]:
-                    for k in sorted({1, min(3, axis), axis}):
+                    for k in sorted({1, min(3, axis), axis}) if inner < 37 else [3]:
                         vals = np.empty((outer, k, inner), dtype=x.dtype)
                         idxs = np.empty((outer, k, inner), dtype=np.int64)
                         for o in range(outer):
