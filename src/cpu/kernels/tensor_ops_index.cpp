@@ -154,7 +154,7 @@ void TopK(const TopKConfig& config, const void* in, void* values, int64_t* indic
     return Reference().TensorOps_TopK(config, in, values, indices, outer, axis, inner, k, dtype);
   }
   const size_t bytes = static_cast<size_t>(DTypeBits(dtype) / 8);
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(axis * inner * k, 1));
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(axis * inner, 1));
   ParallelFor(outer, grain, [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(TensorIndexTopK)(
         type, config.Largest, static_cast<const uint8_t*>(in) + static_cast<size_t>(b * axis * inner) * bytes,

@@ -229,7 +229,13 @@ std::pair<int64_t, int64_t> NDSizes(std::string_view op, const int64_t* dims, in
     }
   }
   if (zero) total = 0;
-  for (int64_t d = depth; d < rank; ++d) slice = dims[d] == 0 ? 0 : slice * dims[d];
+  for (int64_t d = depth; d < rank && slice > 0; ++d) {
+    if (dims[d] == 0) {
+      slice = 0;
+    } else if (__builtin_mul_overflow(slice, dims[d], &slice)) {
+      ThrowInvalidArgument(op, "dims", "small enough for the slice size to fit in int64", "an overflowing slice");
+    }
+  }
   CountOf(op, "dims", {total == 0 ? 1 : total}, dtype);
   return {total, slice};
 }
