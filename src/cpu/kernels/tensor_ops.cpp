@@ -1,6 +1,5 @@
 // Fast kernels of the TensorOps surface: registration of the three parts
-// (tensor_ops_elementwise.cpp and tensor_ops_axis.cpp, each a Highway source; tensor_ops_index.cpp,
-// scalar by design).
+// (tensor_ops_elementwise.cpp, tensor_ops_axis.cpp and tensor_ops_index.cpp, each a Highway source).
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
