@@ -33,6 +33,7 @@ const RunnerRegistry& Runners() {
     RegisterBlockQuantRunners(r);
     RegisterTensorElementwiseRunners(r);
     RegisterTensorAxisRunners(r);
+    RegisterTensorIndexRunners(r);
     return r;
   }();
   return registry;

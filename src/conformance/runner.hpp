@@ -177,5 +177,6 @@ void RegisterResearchRunners(RunnerRegistry& registry);     // VSA, active infer
 void RegisterBlockQuantRunners(RunnerRegistry& registry);   // BlockDequant, BlockMatmul
 void RegisterTensorElementwiseRunners(RunnerRegistry& registry);  // Compare, Logical, Where, Cast, Pow, Mod, Round
 void RegisterTensorAxisRunners(RunnerRegistry& registry);         // ArgReduce, CumSum, Trilu, GatherElements
+void RegisterTensorIndexRunners(RunnerRegistry& registry);        // TopK, ScatterElements, ScatterND, GatherND
 
 }  // namespace backplane::conformance

@@ -28,6 +28,7 @@ const std::vector<OpEntry>& Table() {
     AddResizeOps(t);
     AddControlOps(t);
     AddSequenceOps(t);
+    AddIndexOps(t);
     return t;
   }();
   return table;

@@ -36,6 +36,7 @@ void AddRearrangeOps(std::vector<OpEntry>& table);          // lower_rearrange.c
 void AddResizeOps(std::vector<OpEntry>& table);             // lower_resize.cpp
 void AddControlOps(std::vector<OpEntry>& table);            // lower_control.cpp
 void AddSequenceOps(std::vector<OpEntry>& table);           // lower_sequence.cpp
+void AddIndexOps(std::vector<OpEntry>& table);              // lower_index.cpp
 
 // Imports subgraph `g` (a branch or a body) with its inputs bound to `inputs` (value names, tensors
 // or composites; the count must match) and returns the value names of its outputs. The subgraph's

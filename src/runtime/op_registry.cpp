@@ -166,6 +166,7 @@ const OpRegistry& Registry() {
     ops::RegisterSamplingQuantOps(r);
     ops::RegisterTensorElementwiseOps(r);
     ops::RegisterTensorAxisOps(r);
+    ops::RegisterTensorIndexOps(r);
     return r;
   }();
   return registry;

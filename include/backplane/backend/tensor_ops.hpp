@@ -1,6 +1,6 @@
 // Backend surface TensorOps: the dtype-general tensor ops exported graphs use for masks, indices
 // and shape arithmetic (ONNX's comparison, logic, Where, Cast, ArgMax, CumSum, Trilu, Pow, Mod,
-// GatherElements, rounding). Flat buffers; the graph lowerings broadcast and move axes.
+// GatherElements, rounding, TopK, the scatters and GatherND). Flat buffers; the graph lowerings broadcast and move axes.
 // Semantics: docs/semantics/tensor_ops.md.
 //   Compare:        out[i] = a[i] <op> b[i] as bool (bit-packed, LSB first), NaN compares false
 //                   except under NotEqual.
@@ -17,6 +17,11 @@
 //                   %); an integer division by zero is InvalidArgument.
 //   GatherElements: out[o, k, j] = in[o, idx[o, k, j], j] with idx int64 in [-axis, axis).
 //   Round:          floor, ceil, round-half-to-even, trunc, or erf, elementwise on floats.
+//   TopK:           the k largest (smallest) of in[o, :, j] in order, ties to the lower index, NaN
+//                   above every number; values [outer, k, inner] and their int64 indices.
+//   ScatterElements: out = data, then out[o, idx[o, k, j], j] (op)= upd[o, k, j] in row-major order.
+//   ScatterND:      out = data, then out[idx[n, :depth], ...] (op)= upd[n, ...] for n in order.
+//   GatherND:       out[b, n, ...] = in[b, idx[b, n, :depth], ...].
 #pragma once
 
 #include <cstdint>
@@ -60,6 +65,13 @@ struct ModConfig {
 enum class RoundOp : int32_t { Floor, Ceil, HalfToEven, Trunc, Erf };
 struct RoundConfig {
   RoundOp Op = RoundOp::Floor;
+};
+struct TopKConfig {
+  bool Largest = true;  // false: the k smallest
+};
+enum class ScatterReduction : int32_t { None, Add, Mul };
+struct ScatterConfig {
+  ScatterReduction Reduction = ScatterReduction::None;
 };
 
 #define BP_RET_Compare void
@@ -117,6 +129,32 @@ struct RoundConfig {
 #define BP_PARAMS_Round const RoundConfig &config, const void *in, void *out, int64_t count, DType dtype
 #define BP_ARGS_Round config, in, out, count, dtype
 
+#define BP_RET_TopK void
+#define BP_PARAMS_TopK                                                                            \
+  const TopKConfig &config, const void *in, void *values, int64_t *indices, int64_t outer,      \
+      int64_t axis, int64_t inner, int64_t k, DType dtype
+#define BP_ARGS_TopK config, in, values, indices, outer, axis, inner, k, dtype
+
+#define BP_RET_ScatterElements void
+#define BP_PARAMS_ScatterElements                                                                 \
+  const ScatterConfig &config, const void *data, const int64_t *indices, const void *updates,   \
+      void *out, int64_t outer, int64_t dataAxis, int64_t updAxis, int64_t inner, DType dtype
+#define BP_ARGS_ScatterElements config, data, indices, updates, out, outer, dataAxis, updAxis, inner, dtype
+
+// data/out have shape dims[0..rank); indices [count, depth]; updates [count, dims[depth..rank)].
+#define BP_RET_ScatterND void
+#define BP_PARAMS_ScatterND                                                                       \
+  const ScatterConfig &config, const void *data, const int64_t *indices, const void *updates,   \
+      void *out, const int64_t *dims, int64_t rank, int64_t count, int64_t depth, DType dtype
+#define BP_ARGS_ScatterND config, data, indices, updates, out, dims, rank, count, depth, dtype
+
+// in [batch, dims[0..rank)]; indices [batch, count, depth]; out [batch, count, dims[depth..rank)].
+#define BP_RET_GatherND void
+#define BP_PARAMS_GatherND                                                                        \
+  const void *in, const int64_t *indices, void *out, const int64_t *dims, int64_t rank,         \
+      int64_t batch, int64_t count, int64_t depth, DType dtype
+#define BP_ARGS_GatherND in, indices, out, dims, rank, batch, count, depth, dtype
+
 // X(Surface, Method, Family, accepted DTypes)
 #define BP_SURFACE_TENSOR_OPS(X)                                        \
   X(TensorOps, Compare, Compare, kTensorDTypesAndBool)                  \
@@ -129,7 +167,11 @@ struct RoundConfig {
   X(TensorOps, Pow, Pow, kFloatDTypes)                                  \
   X(TensorOps, Mod, Mod, kTensorDTypes)                                 \
   X(TensorOps, GatherElements, GatherElements, kTensorDTypesAndBool)    \
-  X(TensorOps, Round, Round, kFloatDTypes)
+  X(TensorOps, Round, Round, kFloatDTypes)                              \
+  X(TensorOps, TopK, TopK, kTensorDTypes)                               \
+  X(TensorOps, ScatterElements, ScatterElements, kTensorDTypes)         \
+  X(TensorOps, ScatterND, ScatterND, kTensorDTypes)                     \
+  X(TensorOps, GatherND, GatherND, kTensorDTypesAndBool)
 
 class TensorOpsSurface {
  public:

@@ -1,15 +1,17 @@
-// Fast kernels of the TensorOps surface: registration of the two halves
-// (tensor_ops_elementwise.cpp and tensor_ops_axis.cpp, each a Highway source).
+// Fast kernels of the TensorOps surface: registration of the three parts
+// (tensor_ops_elementwise.cpp, tensor_ops_axis.cpp and tensor_ops_index.cpp, each a Highway source).
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
 
 void RegisterTensorOpsElementwise(KernelTable& table);
 void RegisterTensorOpsAxis(KernelTable& table);
+void RegisterTensorOpsIndex(KernelTable& table);
 
 void RegisterTensorOps(KernelTable& table) {
   RegisterTensorOpsElementwise(table);
   RegisterTensorOpsAxis(table);
+  RegisterTensorOpsIndex(table);
 }
 
 }  // namespace backplane::cpu::simd

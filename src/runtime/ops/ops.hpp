@@ -18,5 +18,6 @@ void RegisterResearchOps(OpRegistry& registry);     // hawkes, vsa, active_infer
 void RegisterSamplingQuantOps(OpRegistry& registry);  // sampling.*, quant.*
 void RegisterTensorElementwiseOps(OpRegistry& registry);  // tensor.compare..., tensor.where, cast, pow, mod, round
 void RegisterTensorAxisOps(OpRegistry& registry);         // tensor.argmax/argmin, cumsum, trilu, gather_elements
+void RegisterTensorIndexOps(OpRegistry& registry);        // tensor.topk, scatter_elements, scatter_nd, gather_nd
 
 }  // namespace backplane::runtime::ops

@@ -1,0 +1,203 @@
+// ONNX importer, indexing lowerings (src/onnx/lower_index.cpp): hand-built ModelProtos with
+// closed-form results (TopK, ReverseSequence, Compress, Unique and NonZero of constants), and the
+// one-line refusals of data-dependent shapes (a runtime Compress condition, NonZero, Unique).
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backplane/cpu/cpu_backend.hpp"
+#include "backplane/error.hpp"
+#include "backplane/onnx/importer.hpp"
+#include "backplane/runtime/executor.hpp"
+
+namespace backplane::onnx {
+namespace {
+
+namespace fs = std::filesystem;
+using ::onnx::TensorProto;
+
+// A model under construction, written to a temporary file by Save().
+struct ModelBuilder {
+  ::onnx::ModelProto m;
+  explicit ModelBuilder(int64_t opset) {
+    m.set_ir_version(8);
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    m.mutable_graph()->set_name("test");
+  }
+  ::onnx::GraphProto& g() { return *m.mutable_graph(); }
+  void Input(const std::string& name, std::vector<std::string> dims, int elem = TensorProto::FLOAT) {
+    auto* v = g().add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem);
+    auto* shape = t->mutable_shape();
+    for (const std::string& d : dims) {
+      auto* dim = shape->add_dim();
+      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) {
+        dim->set_dim_value(std::stoll(d));
+      } else if (!d.empty()) {
+        dim->set_dim_param(d);
+      }
+    }
+  }
+  void Output(const std::string& name) { g().add_output()->set_name(name); }
+  TensorProto* Init(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
+    TensorProto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+    return t;
+  }
+  void InitInts(const std::string& name, std::vector<int64_t> values) {
+    TensorProto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+  }
+  ::onnx::NodeProto* Node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                          const std::string& name = "") {
+    auto* n = g().add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? out.at(0) : name);
+    for (const auto& s : in) n->add_input(s);
+    for (const auto& s : out) n->add_output(s);
+    return n;
+  }
+  std::string Save(const std::string& file) {
+    const fs::path dir = fs::temp_directory_path() / "backplane_onnx_tests";
+    fs::create_directories(dir);
+    const std::string path = (dir / file).string();
+    std::ofstream f(path, std::ios::binary);
+    m.SerializeToOstream(&f);
+    return path;
+  }
+};
+
+void AttrInt(::onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+Tensor F32(Shape shape, std::vector<double> v) { return Tensor::FromDoubles(DType::Float32, std::move(shape), v); }
+
+std::map<std::string, Tensor> RunModel(const std::string& path, const std::map<std::string, Tensor>& inputs) {
+  ImportResult r = ImportOnnx(path);
+  auto backend = cpu::CreateBackend();
+  runtime::Executor ex(std::move(r.graph), *backend);
+  ex.LoadParams(r.initializers);
+  return ex.Run(inputs);
+}
+
+void ExpectNear(const Tensor& t, const std::vector<double>& want, double tol = 1e-6) {
+  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
+  for (int64_t i = 0; i < t.numel(); ++i) EXPECT_NEAR(t.GetDouble(i), want[static_cast<size_t>(i)], tol) << "element " << i;
+}
+
+// The one-line message of the Error `fn` throws.
+template <class Fn>
+std::string ErrorOf(Fn fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    return msg;
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+TEST(OnnxIndex, TopKWithAConstantK) {
+  ModelBuilder b(11);
+  b.Input("x", {"2", "4"});
+  b.InitInts("k", {2});
+  auto* n = b.Node("TopK", {"x", "k"}, {"v", "i"});
+  AttrInt(n, "largest", 0);
+  b.Output("v");
+  b.Output("i");
+  const auto out = RunModel(b.Save("index_topk.onnx"), {{"x", F32({2, 4}, {3, 1, 2, 1, 0, 5, -1, 5})}});
+  ExpectNear(out.at("v"), {1, 1, -1, 0});
+  ExpectNear(out.at("i"), {1, 3, 2, 0});
+}
+
+TEST(OnnxIndex, ReverseSequenceAlongTime) {
+  ModelBuilder b(10);
+  b.Input("x", {"3", "2"});  // [time, batch]
+  b.InitInts("lens", {3, 2});
+  b.Node("ReverseSequence", {"x", "lens"}, {"y"});
+  b.Output("y");
+  const auto out = RunModel(b.Save("index_revseq.onnx"), {{"x", F32({3, 2}, {0, 1, 2, 3, 4, 5})}});
+  ExpectNear(out.at("y"), {4, 3, 2, 1, 0, 5});
+}
+
+TEST(OnnxIndex, CompressWithAConstantCondition) {
+  ModelBuilder b(11);
+  b.Input("x", {"3", "2"});
+  TensorProto* c = b.g().add_initializer();
+  c->set_name("cond");
+  c->set_data_type(TensorProto::BOOL);
+  c->add_dims(3);
+  for (int v : {1, 0, 1}) c->add_int32_data(v);
+  AttrInt(b.Node("Compress", {"x", "cond"}, {"y"}), "axis", -2);
+  b.Output("y");
+  const auto out = RunModel(b.Save("index_compress.onnx"), {{"x", F32({3, 2}, {0, 1, 2, 3, 4, 5})}});
+  ExpectNear(out.at("y"), {0, 1, 4, 5});
+}
+
+TEST(OnnxIndex, DataDependentShapesOfRuntimeInputsAreRefused) {
+  {
+    ModelBuilder b(11);
+    b.Input("x", {"3"});
+    b.Input("cond", {"3"}, TensorProto::BOOL);
+    b.Node("Compress", {"x", "cond"}, {"y"});
+    b.Output("y");
+    const std::string msg = ErrorOf([&] { ImportOnnx(b.Save("index_compress_rt.onnx")); });
+    EXPECT_NE(msg.find("'condition'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("import-time constant"), std::string::npos) << msg;
+  }
+  for (const char* op : {"NonZero", "Unique"}) {
+    ModelBuilder b(13);
+    b.Input("x", {"3"});
+    b.Node(op, {"x"}, {"y"});
+    b.Output("y");
+    const std::string msg = ErrorOf([&] { ImportOnnx(b.Save(std::string("index_") + op + "_rt.onnx")); });
+    EXPECT_NE(msg.find("output shape depends on the data"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(op), std::string::npos) << msg;
+  }
+}
+
+TEST(OnnxIndex, UniqueAndNonZeroOfConstantsFold) {
+  ModelBuilder b(13);
+  b.Init("c", {6}, {2, 1, 2, 0, 1, 2});
+  b.Input("x", {"1"});
+  b.Node("Unique", {"c"}, {"u", "idx", "inv", "cnt"});
+  b.Node("NonZero", {"c"}, {"nz"});
+  b.Node("Add", {"u", "x"}, {"y"});
+  b.Output("y");
+  b.Output("idx");
+  b.Output("inv");
+  b.Output("cnt");
+  b.Output("nz");
+  const auto out = RunModel(b.Save("index_unique.onnx"), {{"x", F32({1}, {0})}});
+  ExpectNear(out.at("y"), {0, 1, 2});
+  ExpectNear(out.at("idx"), {3, 1, 0});
+  ExpectNear(out.at("inv"), {2, 1, 2, 0, 1, 2});
+  ExpectNear(out.at("cnt"), {1, 2, 3});
+  ExpectNear(out.at("nz"), {0, 1, 2, 4, 5});
+}
+
+}  // namespace
+}  // namespace backplane::onnx
