@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -13,6 +14,7 @@
 #include "backplane/error.hpp"
 #include "backplane/onnx/importer.hpp"
 #include "backplane/runtime/executor.hpp"
+#include "onnx/tensor_proto.hpp"
 
 namespace backplane::onnx {
 namespace {
@@ -51,6 +53,35 @@ std::map<std::string, Tensor> ReadNamed(const std::vector<fs::path>& files, cons
     out[name] = t.tensor;
   }
   return out;
+}
+
+// The element types the model declares for its graph inputs and outputs, by name.
+std::map<std::string, DType> DeclaredDTypes(const std::string& model) {
+  ::onnx::ModelProto m;
+  const std::string bytes = ReadFileBytes(model, "model", uint64_t{1} << 31);
+  if (!m.ParseFromString(bytes)) throw Error(ErrorCode::InvalidArgument, "onnx", fmt::format("{}: not a ModelProto", model));
+  std::map<std::string, DType> out;
+  auto add = [&](const auto& values) {
+    for (const auto& v : values) {
+      if (!v.type().has_tensor_type()) continue;
+      if (const auto d = DTypeFromOnnx(v.type().tensor_type().elem_type())) out[v.name()] = *d;
+    }
+  };
+  add(m.graph().input());
+  add(m.graph().output());
+  return out;
+}
+
+// ONNX's test generator stores bf16 data as uint16 bit patterns (NumPy has no bf16): a u16
+// tensor where the graph declares bf16 is read as those bf16 values.
+void ReadBf16Bits(std::map<std::string, Tensor>& tensors, const std::map<std::string, DType>& declared) {
+  for (auto& [name, t] : tensors) {
+    const auto it = declared.find(name);
+    if (it == declared.end() || it->second != DType::BFloat16 || t.dtype() != DType::Uint16) continue;
+    Tensor bf(DType::BFloat16, t.shape());
+    if (t.nbytes() > 0) std::memcpy(bf.data(), t.data(), t.nbytes());
+    t = std::move(bf);
+  }
 }
 
 // Max |a - e| and whether every element is within atol + rtol |e| (NaN matches NaN).
@@ -102,6 +133,7 @@ NodeTestResult RunNodeTest(const std::string& directory, const NodeTestOptions& 
     r.op_types = ModelOpTypes(model);
     const std::vector<std::string> input_names = GraphInputNames(model);
     const std::vector<std::string> output_names = GraphOutputNames(model);
+    const std::map<std::string, DType> declared = DeclaredDTypes(model);
     std::vector<fs::path> sets;
     for (const auto& e : fs::directory_iterator(dir)) {
       if (e.is_directory() && e.path().filename().string().starts_with("test_data_set_")) sets.push_back(e.path());
@@ -111,7 +143,9 @@ NodeTestResult RunNodeTest(const std::string& directory, const NodeTestOptions& 
     auto backend = cpu::CreateBackend();
     for (const fs::path& set : sets) {
       std::map<std::string, Tensor> inputs = ReadNamed(Numbered(set, "input"), input_names, "input");
-      const std::map<std::string, Tensor> expected = ReadNamed(Numbered(set, "output"), output_names, "output");
+      std::map<std::string, Tensor> expected = ReadNamed(Numbered(set, "output"), output_names, "output");
+      ReadBf16Bits(inputs, declared);
+      ReadBf16Bits(expected, declared);
       ImportOptions io;
       if (options.bind_integer_inputs) {
         for (auto it = inputs.begin(); it != inputs.end();) {

@@ -34,6 +34,8 @@ void AddTensorAxisOps(std::vector<OpEntry>& table);         // lower_tensor_axis
 void AddLossOps(std::vector<OpEntry>& table);               // lower_loss.cpp
 void AddRearrangeOps(std::vector<OpEntry>& table);          // lower_rearrange.cpp
 void AddResizeOps(std::vector<OpEntry>& table);             // lower_resize.cpp
+void AddQuantOps(std::vector<OpEntry>& table);              // lower_quant.cpp
+void AddSpectralOps(std::vector<OpEntry>& table);           // lower_spectral.cpp
 
 // ---- helpers shared by the lowerings (lower_util.cpp) ---------------------------------------------
 // An axis in [-rank, rank) normalised to [0, rank); Invalid naming `what` otherwise.
@@ -46,5 +48,9 @@ Tensor CastTensor(const Tensor& t, DType to);
 // Int64 values of an integer constant.
 std::vector<int64_t> TensorInts(const Tensor& t);
 Tensor IntsTensor(const std::vector<int64_t>& values, Shape shape);
+// Conv's lowering over the current node's conv attributes (auto_pad, dilations, group,
+// kernel_shape, pads, strides; the caller allows them) with the given x, w, bias ("" for none).
+void EmitConv(Context& ctx, const std::string& x, const std::string& w, const std::string& bias,
+              const std::string& out);
 
 }  // namespace backplane::onnx
