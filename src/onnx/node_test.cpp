@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "backplane/cpu/cpu_backend.hpp"
 #include "backplane/error.hpp"
@@ -73,15 +74,18 @@ std::map<std::string, DType> DeclaredDTypes(const std::string& model) {
 }
 
 // ONNX's test generator stores bf16 data as uint16 bit patterns (NumPy has no bf16): a u16
-// tensor where the graph declares bf16 is read as those bf16 values.
-void ReadBf16Bits(std::map<std::string, Tensor>& tensors, const std::map<std::string, DType>& declared) {
+// tensor where the graph declares bf16 is read as those bf16 values. Returns their names.
+std::set<std::string> ReadBf16Bits(std::map<std::string, Tensor>& tensors, const std::map<std::string, DType>& declared) {
+  std::set<std::string> names;
   for (auto& [name, t] : tensors) {
     const auto it = declared.find(name);
     if (it == declared.end() || it->second != DType::BFloat16 || t.dtype() != DType::Uint16) continue;
     Tensor bf(DType::BFloat16, t.shape());
     if (t.nbytes() > 0) std::memcpy(bf.data(), t.data(), t.nbytes());
     t = std::move(bf);
+    names.insert(name);
   }
+  return names;
 }
 
 // Max |a - e| and whether every element is within atol + rtol |e| (NaN matches NaN).
@@ -144,12 +148,14 @@ NodeTestResult RunNodeTest(const std::string& directory, const NodeTestOptions& 
     for (const fs::path& set : sets) {
       std::map<std::string, Tensor> inputs = ReadNamed(Numbered(set, "input"), input_names, "input");
       std::map<std::string, Tensor> expected = ReadNamed(Numbered(set, "output"), output_names, "output");
-      ReadBf16Bits(inputs, declared);
+      // Inputs stored as integers stay bound like the integer ones (CastLike's 'like' data does not
+      // even have its declared shape).
+      const std::set<std::string> from_bits = ReadBf16Bits(inputs, declared);
       ReadBf16Bits(expected, declared);
       ImportOptions io;
       if (options.bind_integer_inputs) {
         for (auto it = inputs.begin(); it != inputs.end();) {
-          if (IsInteger(it->second.dtype()) || it->second.dtype() == DType::Bool) {
+          if (IsInteger(it->second.dtype()) || it->second.dtype() == DType::Bool || from_bits.contains(it->first)) {
             io.bind_inputs[it->first] = it->second;
             it = inputs.erase(it);
           } else {
@@ -173,7 +179,10 @@ NodeTestResult RunNodeTest(const std::string& directory, const NodeTestOptions& 
                                  ShapeToString(want.shape()));
           return r;
         }
-        const Compare c = AllClose(got, want, options.rtol, options.atol);
+        // bf16 holds 8 significant bits: its results agree to one bf16 step (up to 2^-7 relative), not
+        // to f32's rtol (ONNX 1.12's expected bf16 values truncate; Backplane rounds to nearest even).
+        const double rtol = want.dtype() == DType::BFloat16 ? std::max(options.rtol, 1.0 / 128) : options.rtol;
+        const Compare c = AllClose(got, want, rtol, options.atol);
         r.max_abs_error = std::max(r.max_abs_error, c.max_abs);
         if (!c.ok) {
           r.status = NodeTestResult::Status::Failed;
