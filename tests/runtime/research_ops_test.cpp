@@ -106,7 +106,8 @@ TEST(ResearchOpsGolden, EveryCaseMatchesNumPy) {
   for (const char* name : {"research_ops.json", "fft_batched.json"}) {  // the second: gen_fft_batched.py
     std::ifstream file(test::GoldenPath(name));
     ASSERT_TRUE(file.good()) << "missing golden file " << name << "; run its tests/golden/gen_*.py";
-    for (const json& c : json::parse(file)["cases"]) cases.push_back(c);
+    const json golden = json::parse(file);
+    for (const json& c : golden["cases"]) cases.push_back(c);
   }
   std::set<std::string> covered;
   for (const json& c : cases) {
@@ -147,8 +148,10 @@ TEST(ResearchOps, BatchedFftOfRealRowsWithoutImaginaryInput) {
                                     {"outputs", {"re", "im"}}, {"attrs", json::object()}}})},
             {"outputs", {"re", "im"}}};
   runtime::Executor executor(ir::ParseGraph(g.dump(), "fft_real"), Cpu());
-  const std::map<std::string, Tensor> out = executor.Run(
-      {{"x", Tensor::FromDoubles(DType::Float32, {2, 6}, {1, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2})}});
+  const std::vector<double> x = {1, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2};
+  std::map<std::string, Tensor> feed;
+  feed["x"] = Tensor::FromDoubles(DType::Float32, {2, 6}, x);
+  const std::map<std::string, Tensor> out = executor.Run(feed);
   EXPECT_EQ(out.at("re").dtype(), DType::Float32);
   EXPECT_TRUE(Near(out.at("re"), {1, 1, 1, 1, 1, 1, 12, 0, 0, 0, 0, 0}, 1e-6));
   EXPECT_TRUE(Near(out.at("im"), std::vector<double>(12, 0.0), 1e-6));
