@@ -1,6 +1,6 @@
 // Lowerings of ONNX's spectral ops (opset 17): DFT and STFT onto physics.fft / physics.ifft (the
 // batched FFT over the last axis, any length), and the window generators (Hann, Hamming,
-// Blackman) as host constants of their static size.
+// Blackman) and MelWeightMatrix as host constants of their import-time inputs.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -181,6 +181,59 @@ void WindowOp(Context& ctx, Window kind) {
   ctx.DefineConstant(ctx.Output(0), t);
 }
 
+double ConstScalar(const Context& ctx, int i, const std::string& what) {
+  const std::optional<Tensor>& t = ctx.ConstIn(i);
+  if (!t) ctx.Unsupported(fmt::format("{} must be known at import time (it sets the matrix's band edges)", what));
+  if (t->numel() != 1) ctx.Invalid(fmt::format("{} must be a scalar, got {} values", what, t->numel()));
+  return t->GetDouble(0);
+}
+
+// MelWeightMatrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz) ->
+// [dft_length / 2 + 1, num_mel_bins] triangular filters, as ONNX's specification computes them
+// (mel = 2595 log10(1 + f / 700); num_mel_bins + 2 band edges, spaced by the mel range over
+// num_mel_bins + 2, floored to spectrogram bins). Every input must be an import-time constant.
+void MelWeightMatrix(Context& ctx) {
+  ctx.AllowAttrs({"output_datatype"});
+  const int64_t mels = ScalarInt(ctx, 0, "input 'num_mel_bins'");
+  const int64_t dft = ScalarInt(ctx, 1, "input 'dft_length'");
+  const int64_t rate = ScalarInt(ctx, 2, "input 'sample_rate'");
+  const double lo = ConstScalar(ctx, 3, "input 'lower_edge_hertz'");
+  const double hi = ConstScalar(ctx, 4, "input 'upper_edge_hertz'");
+  if (mels < 1 || mels > 65536) ctx.Invalid(fmt::format("input 'num_mel_bins' must be in 1..65536, got {}", mels));
+  if (dft < 1 || dft > (int64_t{1} << 24)) ctx.Invalid(fmt::format("input 'dft_length' must be in 1..2^24, got {}", dft));
+  if (rate < 1) ctx.Invalid(fmt::format("input 'sample_rate' must be >= 1, got {}", rate));
+  if (!(lo >= 0 && lo < hi)) ctx.Invalid(fmt::format("the band edges must satisfy 0 <= lower < upper, got {} and {}", lo, hi));
+  const int64_t code = ctx.AttrInt("output_datatype", 1);
+  const auto dtype = DTypeFromOnnx(static_cast<int32_t>(code));
+  if (!dtype || !(IsFloatingPoint(*dtype) || IsInteger(*dtype))) {
+    ctx.Unsupported(fmt::format("attribute 'output_datatype' = {} (expected a numeric type)", OnnxTypeName(static_cast<int32_t>(code))));
+  }
+  const int64_t bins = dft / 2 + 1;
+  const double mel_lo = 2595.0 * std::log10(1.0 + lo / 700.0);
+  const double mel_hi = 2595.0 * std::log10(1.0 + hi / 700.0);
+  const double step = (mel_hi - mel_lo) / static_cast<double>(mels + 2);
+  std::vector<int64_t> edge(static_cast<size_t>(mels + 2));
+  for (int64_t i = 0; i < mels + 2; ++i) {
+    const double hz = 700.0 * (std::pow(10.0, (static_cast<double>(i) * step + mel_lo) / 2595.0) - 1.0);
+    edge[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * hz / static_cast<double>(rate)));
+  }
+  if (edge.back() >= bins) {
+    ctx.Invalid(fmt::format("input 'upper_edge_hertz' {} maps to bin {}, beyond the {} spectrogram bins", hi, edge.back(), bins));
+  }
+  std::vector<double> m(static_cast<size_t>(bins * mels), 0.0);
+  auto at = [&](int64_t j, int64_t i) -> double& { return m[static_cast<size_t>(j * mels + i)]; };
+  for (int64_t i = 0; i < mels; ++i) {
+    const int64_t l = edge[static_cast<size_t>(i)], c = edge[static_cast<size_t>(i + 1)], h = edge[static_cast<size_t>(i + 2)];
+    if (c == l) {
+      at(c, i) = 1.0;
+    } else {
+      for (int64_t j = l; j <= c; ++j) at(j, i) = static_cast<double>(j - l) / static_cast<double>(c - l);
+    }
+    for (int64_t j = c; j < h; ++j) at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - c);
+  }
+  ctx.DefineConstant(ctx.Output(0), Tensor::FromDoubles(*dtype, {bins, mels}, m));
+}
+
 }  // namespace
 
 void AddSpectralOps(std::vector<OpEntry>& t) {
@@ -190,6 +243,7 @@ void AddSpectralOps(std::vector<OpEntry>& t) {
   t.push_back({"HannWindow", 17, kMax, [](Context& c) { WindowOp(c, Window::Hann); }});
   t.push_back({"HammingWindow", 17, kMax, [](Context& c) { WindowOp(c, Window::Hamming); }});
   t.push_back({"BlackmanWindow", 17, kMax, [](Context& c) { WindowOp(c, Window::Blackman); }});
+  t.push_back({"MelWeightMatrix", 17, kMax, MelWeightMatrix});
 }
 
 }  // namespace backplane::onnx

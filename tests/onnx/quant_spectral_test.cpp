@@ -200,5 +200,36 @@ TEST(OnnxSpectral, InverseOnesidedIsRefused) {
   EXPECT_NE(msg.find("'onesided' = 1 with 'inverse' = 1"), std::string::npos) << msg;
 }
 
+// MelWeightMatrix needs its inputs at import time, which the node test feeds at run time (the
+// band edges are floats): here its data set becomes initializers, and the output must match.
+TEST(OnnxSpectral, MelWeightMatrixWithConstantInputsMatchesTheNodeTest) {
+  const fs::path dir = "/usr/share/libonnx-testdata/data/node/test_melweightmatrix";
+  if (!fs::exists(dir)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  ::onnx::ModelProto m;
+  {
+    std::ifstream f(dir / "model.onnx", std::ios::binary);
+    ASSERT_TRUE(m.ParseFromIstream(&f));
+  }
+  auto* g = m.mutable_graph();
+  for (int k = 0; k < g->input_size(); ++k) {
+    ::onnx::TensorProto t;
+    std::ifstream f(dir / "test_data_set_0" / ("input_" + std::to_string(k) + ".pb"), std::ios::binary);
+    ASSERT_TRUE(t.ParseFromIstream(&f));
+    t.set_name(g->input(k).name());
+    *g->add_initializer() = t;
+  }
+  const std::string path = (fs::temp_directory_path() / "backplane_onnx_quant_tests" / "mel.onnx").string();
+  fs::create_directories(fs::path(path).parent_path());
+  {
+    std::ofstream f(path, std::ios::binary);
+    m.SerializeToOstream(&f);
+  }
+  const auto out = RunModel(path, {});
+  const Tensor want = ReadTensorProtoFile((dir / "test_data_set_0" / "output_0.pb").string()).tensor;
+  const Tensor& got = out.at(g->output(0).name());
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.GetDouble(i), want.GetDouble(i), 1e-6) << "element " << i;
+}
+
 }  // namespace
 }  // namespace backplane::onnx
