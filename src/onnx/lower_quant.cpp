@@ -72,13 +72,21 @@ std::string Saturate(Context& ctx, const std::string& q, const std::string& zp, 
   return ctx.Op("tensor.cast", {y}, {{"to", std::string(DTypeName(to))}}, out);
 }
 
+// Opsets 10-12 have no 'axis' attribute (per-tensor parameters only).
+void AllowAxisFrom13(Context& ctx) {
+  ctx.AllowAttrs({"axis"});
+  if (ctx.opset() < 13 && ctx.HasAttr("axis")) {
+    ctx.Invalid(fmt::format("attribute 'axis' needs opset 13 or later (the model imports opset {})", ctx.opset()));
+  }
+}
+
 void RequireF32(const Context& ctx, const Value& v, const std::string& what) {
   if (v.dtype != DType::Float32) ctx.Unsupported(fmt::format("{} must be float32, got {}", what, DTypeName(v.dtype)));
 }
 
 // QuantizeLinear(x, y_scale, y_zero_point = uint8 0), axis (opset 13) for 1-D scales.
 void QuantizeLinear(Context& ctx) {
-  ctx.AllowAttrs({"axis"});
+  AllowAxisFrom13(ctx);
   const Value& x = ctx.In(0);
   RequireF32(ctx, ctx.In(1), "input 'y_scale'");
   if (x.dtype != DType::Float32 && x.dtype != DType::Int32) {
@@ -99,7 +107,7 @@ void QuantizeLinear(Context& ctx) {
 
 // DequantizeLinear(x, x_scale, x_zero_point = 0), axis (opset 13) for 1-D scales.
 void DequantizeLinear(Context& ctx) {
-  ctx.AllowAttrs({"axis"});
+  AllowAxisFrom13(ctx);
   const Value& x = ctx.In(0);
   RequireF32(ctx, ctx.In(1), "input 'x_scale'");
   if (x.dtype != DType::Uint8 && x.dtype != DType::Int8 && x.dtype != DType::Int32) {
