@@ -119,10 +119,12 @@ std::string PadAxis(Context& ctx, const std::string& v, size_t axis, int64_t bef
   return ctx.Op("shape.concat", parts, {{"axis", static_cast<int64_t>(axis)}});
 }
 
-void Conv(Context& ctx) {
-  ctx.AllowAttrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-  const Value& x = ctx.In(0);
-  const Value& wv = ctx.In(1);
+}  // namespace
+
+void EmitConv(Context& ctx, const std::string& x_name, const std::string& w_name, const std::string& bias,
+              const std::string& out) {
+  const Value& x = ctx.Get(x_name);
+  const Value& wv = ctx.Get(w_name);
   if (!wv.is_static()) ctx.Unsupported("the weight needs a static shape");
   const Shape wshape = wv.shape();
   if (wshape.size() < 3) ctx.Invalid("the weight must have rank >= 3");
@@ -132,7 +134,7 @@ void Conv(Context& ctx) {
   }
   Window w = ResolveWindow(ctx, x, kernel, true, /*allow_asymmetric=*/true);
   const int64_t group = ctx.AttrInt("group", 1);
-  std::string input = ctx.Input(0);
+  std::string input = x_name;
   if (std::find(w.pads.begin(), w.pads.end(), -1) != w.pads.end()) {
     // Asymmetric padding: explicit zeros, then an unpadded convolution.
     for (size_t i = 0; i < w.pads.size(); ++i) {
@@ -140,25 +142,32 @@ void Conv(Context& ctx) {
       w.pads[i] = 0;
     }
   }
-  std::vector<std::string> inputs = {input, ctx.Input(1)};
-  if (ctx.HasInput(2)) inputs.push_back(ctx.Input(2));
+  std::vector<std::string> inputs = {input, w_name};
+  if (!bias.empty()) inputs.push_back(bias);
   ir::AttrMap a;
   if (kernel.size() == 1) {
     a = {{"stride", w.strides[0]}, {"padding", w.pads[0]}, {"dilation", w.dilations[0]}, {"groups", group}};
-    ctx.Op("convolution.conv1d", inputs, a, ctx.Output(0));
+    ctx.Op("convolution.conv1d", inputs, a, out);
   } else if (kernel.size() == 2) {
     a = {{"stride_h", w.strides[0]}, {"stride_w", w.strides[1]}, {"pad_h", w.pads[0]}, {"pad_w", w.pads[1]},
          {"dil_h", w.dilations[0]},  {"dil_w", w.dilations[1]},  {"groups", group}};
-    ctx.Op("convolution.conv2d", inputs, a, ctx.Output(0));
+    ctx.Op("convolution.conv2d", inputs, a, out);
   } else if (kernel.size() == 3) {
     a = {{"stride_d", w.strides[0]}, {"stride_h", w.strides[1]}, {"stride_w", w.strides[2]},
          {"pad_d", w.pads[0]},       {"pad_h", w.pads[1]},       {"pad_w", w.pads[2]},
          {"dil_d", w.dilations[0]},  {"dil_h", w.dilations[1]},  {"dil_w", w.dilations[2]},
          {"groups", group}};
-    ctx.Op("convolution.conv3d", inputs, a, ctx.Output(0));
+    ctx.Op("convolution.conv3d", inputs, a, out);
   } else {
     ctx.Unsupported(fmt::format("{}-D convolution (the catalog has 1-D, 2-D and 3-D)", kernel.size()));
   }
+}
+
+namespace {
+
+void Conv(Context& ctx) {
+  ctx.AllowAttrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  EmitConv(ctx, ctx.Input(0), ctx.Input(1), ctx.HasInput(2) ? ctx.Input(2) : "", ctx.Output(0));
 }
 
 // A 2-D pool whose padding the catalog pool cannot express (asymmetric, wider than kernel / 2,

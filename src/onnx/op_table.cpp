@@ -29,6 +29,8 @@ const std::vector<OpEntry>& Table() {
     AddControlOps(t);
     AddSequenceOps(t);
     AddIndexOps(t);
+    AddQuantOps(t);
+    AddSpectralOps(t);
     return t;
   }();
   return table;

@@ -37,6 +37,8 @@ void AddResizeOps(std::vector<OpEntry>& table);             // lower_resize.cpp
 void AddControlOps(std::vector<OpEntry>& table);            // lower_control.cpp
 void AddSequenceOps(std::vector<OpEntry>& table);           // lower_sequence.cpp
 void AddIndexOps(std::vector<OpEntry>& table);              // lower_index.cpp
+void AddQuantOps(std::vector<OpEntry>& table);              // lower_quant.cpp
+void AddSpectralOps(std::vector<OpEntry>& table);           // lower_spectral.cpp
 
 // Imports subgraph `g` (a branch or a body) with its inputs bound to `inputs` (value names, tensors
 // or composites; the count must match) and returns the value names of its outputs. The subgraph's
@@ -64,5 +66,9 @@ Tensor BoolScalar(bool value);
 std::string TakeAlong(Context& ctx, const std::string& value, int64_t axis, int64_t index);
 // The tensors `values` (equal shapes) stacked along a new axis `axis` of the result (in [0, rank]).
 std::string StackValues(Context& ctx, const std::vector<std::string>& values, int64_t axis, const std::string& out);
+// Conv's lowering over the current node's conv attributes (auto_pad, dilations, group,
+// kernel_shape, pads, strides; the caller allows them) with the given x, w, bias ("" for none).
+void EmitConv(Context& ctx, const std::string& x, const std::string& w, const std::string& bias,
+              const std::string& out);
 
 }  // namespace backplane::onnx

@@ -102,11 +102,15 @@ Input FromJson(const json& j) {
 
 // ---- goldens ---------------------------------------------------------------------------------------
 TEST(ResearchOpsGolden, EveryCaseMatchesNumPy) {
-  std::ifstream file(test::GoldenPath("research_ops.json"));
-  ASSERT_TRUE(file.good()) << "missing golden file; run tests/golden/gen_research_ops.py";
-  const json golden = json::parse(file);
+  json cases = json::array();
+  for (const char* name : {"research_ops.json", "fft_batched.json"}) {  // the second: gen_fft_batched.py
+    std::ifstream file(test::GoldenPath(name));
+    ASSERT_TRUE(file.good()) << "missing golden file " << name << "; run its tests/golden/gen_*.py";
+    const json golden = json::parse(file);
+    for (const json& c : golden["cases"]) cases.push_back(c);
+  }
   std::set<std::string> covered;
-  for (const json& c : golden["cases"]) {
+  for (const json& c : cases) {
     SCOPED_TRACE(c["name"].get<std::string>());
     const std::string op = c["op"].get<std::string>();
     std::vector<Input> inputs;
@@ -133,6 +137,31 @@ TEST(ResearchOpsGolden, EveryCaseMatchesNumPy) {
       EXPECT_TRUE(covered.contains(id)) << id << " has no golden";
     }
   }
+}
+
+// ---- batched FFT: no imaginary input, f32 ------------------------------------------------------------
+// The DFT of a unit impulse is all ones; of a constant c over n points, n c at bin 0 only.
+TEST(ResearchOps, BatchedFftOfRealRowsWithoutImaginaryInput) {
+  json g = {{"format", "backplane.graph"}, {"version", 1},
+            {"inputs", json::array({{{"name", "x"}, {"dtype", "f32"}, {"shape", {2, 6}}}})},
+            {"nodes", json::array({{{"name", "probe"}, {"op", "physics.fft"}, {"inputs", {"x", ""}},
+                                    {"outputs", {"re", "im"}}, {"attrs", json::object()}}})},
+            {"outputs", {"re", "im"}}};
+  runtime::Executor executor(ir::ParseGraph(g.dump(), "fft_real"), Cpu());
+  const std::vector<double> x = {1, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2};
+  std::map<std::string, Tensor> feed;
+  feed["x"] = Tensor::FromDoubles(DType::Float32, {2, 6}, x);
+  const std::map<std::string, Tensor> out = executor.Run(feed);
+  EXPECT_EQ(out.at("re").dtype(), DType::Float32);
+  EXPECT_TRUE(Near(out.at("re"), {1, 1, 1, 1, 1, 1, 12, 0, 0, 0, 0, 0}, 1e-6));
+  EXPECT_TRUE(Near(out.at("im"), std::vector<double>(12, 0.0), 1e-6));
+}
+
+TEST(ResearchOps, BatchedFftRejectsMismatchedParts) {
+  EXPECT_TRUE(RejectsGraph("physics.fft", {{DType::Float64, {2, 4}}, {DType::Float64, {2, 3}}},
+                           ErrorCode::ShapeMismatch, "input 1", json::object(), 2));
+  EXPECT_TRUE(RejectsGraph("physics.ifft", {{DType::Float64, {2, 4}}, {DType::Float32, {2, 4}}},
+                           ErrorCode::UnsupportedDType, "input 1", json::object(), 2));
 }
 
 // ---- closed forms in other dtypes --------------------------------------------------------------------

@@ -509,6 +509,35 @@ OpImpl FFT(void (PhysicsSurface::*method)(BP_PARAMS_FFT)) {
       }};
 }
 
+// re [..., n], im [..., n] (im optional: a zero imaginary part) -> re, im [..., n]: one
+// transform per row of the last axis.
+OpImpl BatchedFFT(void (PhysicsSurface::*method)(BP_PARAMS_FFT)) {
+  return OpImpl{
+      [](std::span<const TensorType> in, const Attrs& attrs) {
+        ExpectDType(attrs, in, 0, kFloatDTypes);
+        ExpectMinRank(attrs, in, 0, 1);
+        if (Present(in, 1)) {
+          FloatInputs(attrs, in, {0, 1});
+          ExpectShape(attrs, in, 1, in[0].shape);
+        }
+        return Types{in[0], in[0]};
+      },
+      [method](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
+        const bool has_im = in.size() > 1 && in[1].defined();
+        Tensor im = out.size() > 1 ? out[1] : Tensor(in[0].dtype(), in[0].shape());
+        const int64_t n = in[0].shape().back();
+        const int64_t rows = n == 0 ? 0 : in[0].numel() / n;
+        const DType d = in[0].dtype();
+        for (int64_t r = 0; r < rows; ++r) {
+          const size_t off = DTypeStorageBytes(d, r * n);
+          (ctx.backend.Physics().*method)(static_cast<const char*>(in[0].data()) + off,
+                                          has_im ? static_cast<const char*>(in[1].data()) + off : nullptr,
+                                          static_cast<char*>(out[0].data()) + off, static_cast<char*>(im.data()) + off,
+                                          n, d);
+        }
+      }};
+}
+
 // ---- pospop ----------------------------------------------------------------------------------------
 // words of `word` dtype, any shape (counted flat) -> counts int64 [bits], bit 0 first.
 OpImpl PosPopOp(DType word, int64_t bits, void (*count)(PosPopSurface&, int64_t*, const Tensor&)) {
@@ -588,6 +617,8 @@ void RegisterResearchOps(OpRegistry& r) {
   r.Add("physics.divergence1d", Stencil1D(&PhysicsSurface::Divergence1D));
   r.Add("physics.fft1d", FFT(&PhysicsSurface::FFT1D));
   r.Add("physics.ifft1d", FFT(&PhysicsSurface::IFFT1D));
+  r.Add("physics.fft", BatchedFFT(&PhysicsSurface::FFT1D));
+  r.Add("physics.ifft", BatchedFFT(&PhysicsSurface::IFFT1D));
   r.Add("physics.quantum_potential", Stencil1D(&PhysicsSurface::QuantumPotential));
   r.Add("physics.bohmian_velocity", Stencil1D(&PhysicsSurface::BohmianVelocity));
   r.Add("physics.madelung_continuity", MadelungContinuity());
