@@ -102,6 +102,7 @@ NodeTestResult RunNodeTest(const std::string& directory, const NodeTestOptions& 
     r.op_types = ModelOpTypes(model);
     const std::vector<std::string> input_names = GraphInputNames(model);
     const std::vector<std::string> output_names = GraphOutputNames(model);
+    const std::vector<std::string> shape_defining = ShapeDefiningInputNames(model);
     std::vector<fs::path> sets;
     for (const auto& e : fs::directory_iterator(dir)) {
       if (e.is_directory() && e.path().filename().string().starts_with("test_data_set_")) sets.push_back(e.path());
@@ -115,7 +116,8 @@ NodeTestResult RunNodeTest(const std::string& directory, const NodeTestOptions& 
       ImportOptions io;
       if (options.bind_integer_inputs) {
         for (auto it = inputs.begin(); it != inputs.end();) {
-          if (IsInteger(it->second.dtype()) || it->second.dtype() == DType::Bool) {
+          const bool shapes = std::find(shape_defining.begin(), shape_defining.end(), it->first) != shape_defining.end();
+          if (IsInteger(it->second.dtype()) || it->second.dtype() == DType::Bool || shapes) {
             io.bind_inputs[it->first] = it->second;
             it = inputs.erase(it);
           } else {
