@@ -250,6 +250,27 @@ std::vector<std::string> ModelOpTypes(const std::string& path) {
   return types;
 }
 
+std::vector<std::string> ShapeDefiningInputNames(const std::string& path) {
+  const ::onnx::ModelProto m = ParseModel(path);
+  const std::vector<std::string> inputs = GraphInputNames(path);
+  std::vector<std::string> names;
+  auto add = [&](const ::onnx::NodeProto& node, int i) {
+    if (i >= node.input_size()) return;
+    const std::string& n = node.input(i);
+    if (std::find(inputs.begin(), inputs.end(), n) == inputs.end()) return;
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  };
+  for (const auto& node : m.graph().node()) {
+    if (!IsDefaultDomain(node.domain())) continue;
+    if (node.op_type() == "Resize") {
+      for (int i = 1; i <= 3; ++i) add(node, i);
+    } else if (node.op_type() == "Upsample") {
+      add(node, 1);
+    }
+  }
+  return names;
+}
+
 ImportResult ImportOnnx(const std::string& path, const ImportOptions& options) {
   const std::string model = std::filesystem::path(path).filename().string();
   const ::onnx::ModelProto m = ParseModel(path);

@@ -198,6 +198,72 @@ void PaddedPool2D(Context& ctx, bool is_max, const Window& w, const std::vector<
   ctx.Op("math.div", {sum, count}, {}, ctx.Output(0));
 }
 
+// A pool the catalog's 2-D pools cannot express (dilated windows, or 1 or 3 spatial axes with
+// them), for static shapes: explicit padding (-inf for max, 0 for average, plus ceil_mode's end
+// extension), then the maximum or sum over one strided slice per kernel tap. An average divides by
+// the same sum over a constant mask (1 on the input and, with count_include_pad, on the pads).
+void SlicedPool(Context& ctx, bool is_max, const Window& w) {
+  const Value& x = ctx.In(0);
+  if (!x.is_static()) ctx.Unsupported("dilated and 3-D pooling need a static input shape");
+  const Shape in = x.shape();
+  const size_t r = w.kernel.size();
+  if (in.size() != r + 2) ctx.Invalid(fmt::format("a {}-D pool needs a rank-{} input", r, r + 2));
+  const bool ceil = ctx.AttrInt("ceil_mode", 0) != 0;
+  std::vector<int64_t> out(r), extra(r, 0);
+  int64_t taps = 1;
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t span = (w.kernel[i] - 1) * w.dilations[i] + 1, padded = in[i + 2] + w.begin[i] + w.end[i];
+    const int64_t s = w.strides[i];
+    if (w.kernel[i] < 1 || s < 1 || w.dilations[i] < 1) ctx.Invalid("kernel, strides and dilations must be positive");
+    if (padded < span) ctx.Invalid(fmt::format("the window ({}) exceeds the padded input ({}) on spatial axis {}", span, padded, i));
+    out[i] = (padded - span + (ceil ? s - 1 : 0)) / s + 1;
+    if (ceil && (out[i] - 1) * s >= in[i + 2] + w.begin[i]) --out[i];
+    extra[i] = std::max<int64_t>(0, (out[i] - 1) * s + span - padded);
+    taps *= w.kernel[i];
+  }
+  if (taps > 343) ctx.Unsupported(fmt::format("a dilated or 3-D pool window of {} taps (at most 343)", taps));
+  const double fill = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+  auto pad = [&](std::string v, double value, double extra_value) {
+    for (size_t i = 0; i < r; ++i) {
+      v = PadAxis(ctx, v, i + 2, w.begin[i], w.end[i], value);
+      v = PadAxis(ctx, v, i + 2, 0, extra[i], extra_value);
+    }
+    return v;
+  };
+  auto reduce = [&](const std::string& v, const char* combine) {
+    std::string acc;
+    std::vector<int64_t> tap(r, 0);
+    for (int64_t t = 0; t < taps; ++t) {
+      std::vector<int64_t> starts, ends, axes;
+      for (size_t i = 0; i < r; ++i) {
+        starts.push_back(tap[i] * w.dilations[i]);
+        ends.push_back(starts.back() + (out[i] - 1) * w.strides[i] + 1);
+        axes.push_back(static_cast<int64_t>(i + 2));
+      }
+      const std::string slice =
+          ctx.Op("shape.slice", {v}, {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", w.strides}});
+      acc = acc.empty() ? slice : ctx.Op(combine, {acc, slice});
+      for (size_t i = r; i-- > 0;) {  // next tap, last axis fastest
+        if (++tap[i] < w.kernel[i]) break;
+        tap[i] = 0;
+      }
+    }
+    return acc;
+  };
+  const std::string padded = pad(ctx.Input(0), fill, fill);
+  if (is_max) {
+    ctx.Alias(reduce(padded, "math.maximum"), ctx.Output(0));
+    return;
+  }
+  Shape ones_shape = in;
+  ones_shape[0] = ones_shape[1] = 1;
+  Tensor ones(x.dtype, ones_shape);
+  for (int64_t i = 0; i < ones.numel(); ++i) ones.SetDouble(i, 1.0);
+  const bool include_pad = ctx.AttrInt("count_include_pad", 0) != 0;
+  const std::string count = reduce(pad(ctx.ConstTensor(ones, "mask"), include_pad ? 1.0 : 0.0, 0.0), "math.add");
+  ctx.Op("math.div", {reduce(padded, "math.add"), count}, {}, ctx.Output(0));
+}
+
 // ceil_mode's extra end padding per spatial axis: the output size rounds up, except that a last
 // window starting past the (padded) input is dropped.
 std::vector<int64_t> CeilExtra(Context& ctx, const Value& x, const Window& w) {
@@ -217,10 +283,11 @@ std::vector<int64_t> CeilExtra(Context& ctx, const Value& x, const Window& w) {
 // ConvTranspose (1-D through a [N, C, 1, L] view, and 2-D; group 1) onto convolution.conv_transpose2d.
 // Asymmetric pads: the unpadded result cropped (pads remove output rows and columns).
 void ConvTranspose(Context& ctx) {
-  ctx.AllowAttrs({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "pads", "strides"});
-  if (ctx.HasAttr("output_shape")) ctx.Unsupported("attribute 'output_shape' is not supported (give pads)");
+  ctx.AllowAttrs({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"});
   const std::string auto_pad = ctx.AttrString("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") ctx.Unsupported(fmt::format("attribute 'auto_pad' {} is not supported", auto_pad));
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
+    ctx.Invalid(fmt::format("attribute 'auto_pad' must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '{}'", auto_pad));
+  }
   ctx.RequireAttrInt("group", 1, "grouped transposed convolution is not supported");
   const Value& x = ctx.In(0);
   const Value& wv = ctx.In(1);
@@ -236,7 +303,41 @@ void ConvTranspose(Context& ctx) {
     return v;
   };
   const std::vector<int64_t> strides = ints("strides", 1, r), dils = ints("dilations", 1, r);
-  const std::vector<int64_t> out_pad = ints("output_padding", 0, r), pads = ints("pads", 0, 2 * r);
+  std::vector<int64_t> out_pad = ints("output_padding", 0, r), pads = ints("pads", 0, 2 * r);
+  const std::vector<int64_t> kernel(wshape.begin() + 2, wshape.end());
+  if (const auto ks = ctx.AttrInts("kernel_shape"); ks && *ks != kernel) {
+    ctx.Invalid(fmt::format("attribute 'kernel_shape' {} does not match the weight {}", List(*ks), ShapeToString(wshape)));
+  }
+  // output_shape (or auto_pad SAME: input * stride) sets the pads: the total is split with the odd
+  // one at the end (SAME_LOWER: at the start); a negative total extends the end as output_padding.
+  const auto output_shape = ctx.AttrInts("output_shape");
+  if (output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (!x.is_static()) ctx.Unsupported("output_shape and auto_pad SAME need a static input shape");
+    std::vector<int64_t> want = output_shape.value_or(std::vector<int64_t>{});
+    if (want.size() == r + 2) want.erase(want.begin(), want.begin() + 2);
+    if (!output_shape) {
+      for (size_t i = 0; i < r; ++i) want.push_back(x.shape()[i + 2] * strides[i]);
+    }
+    if (want.size() != r) ctx.Invalid(fmt::format("attribute 'output_shape' must have {} entries, got {}", r, List(want)));
+    for (size_t i = 0; i < r; ++i) {
+      const int64_t full = strides[i] * (x.shape()[i + 2] - 1) + out_pad[i] + (kernel[i] - 1) * dils[i] + 1;
+      const int64_t total = full - want[i];
+      if (total < 0) {
+        pads[i] = pads[i + r] = 0;
+        out_pad[i] -= total;
+        if (out_pad[i] >= std::max(strides[i], dils[i])) {
+          ctx.Unsupported(fmt::format("attribute 'output_shape' {} extends spatial axis {} by {} (at most max(stride, "
+                                      "dilation) - 1 = {})", List(want), i, out_pad[i], std::max(strides[i], dils[i]) - 1));
+        }
+        continue;
+      }
+      const int64_t small = total / 2, large = total - total / 2;
+      pads[i] = auto_pad == "SAME_LOWER" ? large : small;
+      pads[i + r] = auto_pad == "SAME_LOWER" ? small : large;
+    }
+  } else if (auto_pad == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
+  }
   bool symmetric = true;
   for (size_t i = 0; i < r; ++i) symmetric = symmetric && pads[i] == pads[i + r];
   // The 2-D view: 1-D gets a leading spatial axis of 1.
@@ -275,7 +376,8 @@ void ConvTranspose(Context& ctx) {
   ReshapeTo(ctx, y, {yv.dims[0], yv.dims[1], yv.dims[3]}, ctx.Output(0));
 }
 
-// MaxPool / AveragePool over 2-D (1-D through a [N, C, 1, L] view).
+// MaxPool / AveragePool over 2-D (1-D through a [N, C, 1, L] view); dilated and 3-D pools through
+// SlicedPool.
 void Pool(Context& ctx, bool is_max) {
   if (is_max) {
     ctx.AllowAttrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
@@ -286,6 +388,12 @@ void Pool(Context& ctx, bool is_max) {
   const Value& x = ctx.In(0);
   const auto kernel = ctx.AttrInts("kernel_shape");
   if (!kernel) ctx.Invalid("attribute 'kernel_shape' is required");
+  const std::vector<int64_t> dil = ctx.AttrInts("dilations").value_or(std::vector<int64_t>(kernel->size(), 1));
+  const bool dilated = std::any_of(dil.begin(), dil.end(), [](int64_t d) { return d != 1; });
+  if (kernel->size() == 3 || dilated) {
+    if (kernel->size() < 1 || kernel->size() > 3) ctx.Unsupported(fmt::format("{}-D pooling (1-D to 3-D are supported)", kernel->size()));
+    return SlicedPool(ctx, is_max, ResolveWindow(ctx, x, *kernel, true, /*allow_asymmetric=*/true));
+  }
   const Window w = ResolveWindow(ctx, x, *kernel, false, /*allow_asymmetric=*/kernel->size() == 2);
   if (kernel->size() == 2) {
     const std::vector<int64_t> extra = CeilExtra(ctx, x, w);
@@ -325,6 +433,85 @@ void Pool(Context& ctx, bool is_max) {
   } else {
     ctx.Unsupported(fmt::format("{}-D pooling (the catalog pools are 2-D)", kernel->size()));
   }
+}
+
+// MaxUnpool with import-time indices (flat over the whole unpooled tensor, as MaxPool's Indices): every
+// output position takes the input element whose index names it (the last one, if several), else
+// 0; lowered as a constant gather over the flattened input and a select on a constant mask.
+void MaxUnpool(Context& ctx) {
+  ctx.AllowAttrs({"kernel_shape", "pads", "strides"});
+  const Value& x = ctx.In(0);
+  if (!x.is_static()) ctx.Unsupported("MaxUnpool needs a static input shape");
+  const Shape in = x.shape();
+  const auto kernel = ctx.AttrInts("kernel_shape");
+  if (!kernel) ctx.Invalid("attribute 'kernel_shape' is required");
+  const size_t r = kernel->size();
+  if (in.size() != r + 2) ctx.Invalid(fmt::format("a {}-D unpool needs a rank-{} input", r, r + 2));
+  const std::vector<int64_t> strides = ctx.AttrInts("strides").value_or(std::vector<int64_t>(r, 1));
+  const std::vector<int64_t> pads = ctx.AttrInts("pads").value_or(std::vector<int64_t>(2 * r, 0));
+  if (strides.size() != r) ctx.Invalid(fmt::format("attribute 'strides' must have {} entries, got {}", r, List(strides)));
+  if (pads.size() != 2 * r) ctx.Invalid(fmt::format("attribute 'pads' must have {} entries, got {}", 2 * r, List(pads)));
+  // The indices are flat over the pooled-from shape `inferred`; output_shape may be larger on the
+  // spatial axes (as the export of a pool whose ceil or padding dropped rows), holding it at its start.
+  Shape inferred = in;
+  for (size_t i = 0; i < r; ++i) inferred[i + 2] = (in[i + 2] - 1) * strides[i] - pads[i] - pads[i + r] + (*kernel)[i];
+  for (size_t i = 2; i < in.size(); ++i) {
+    if (inferred[i] <= 0) ctx.Invalid(fmt::format("the unpooled shape {} has an empty axis", ShapeToString(inferred)));
+  }
+  Shape out = inferred;
+  if (ctx.HasInput(2)) {
+    const std::vector<int64_t> given = ctx.ConstInts(2, "output_shape");
+    if (given.size() != in.size()) ctx.Invalid(fmt::format("input 'output_shape' must have {} entries, got {}", in.size(), List(given)));
+    out = given;
+  }
+  bool fits = out[0] == in[0] && out[1] == in[1];
+  for (size_t i = 2; i < in.size(); ++i) fits = fits && out[i] >= inferred[i];
+  if (!fits) {
+    ctx.Invalid(fmt::format("input 'output_shape' {} must keep the batch and channels and hold the unpooled shape {}",
+                            ShapeToString(out), ShapeToString(inferred)));
+  }
+  if (!ctx.ConstIn(1)) ctx.Unsupported("input 1 'I' (indices) must be known at import time");
+  const std::vector<int64_t> index = ctx.ConstInts(1, "I");
+  int64_t total_in = 1;
+  for (int64_t d : in) total_in *= d;
+  int64_t total_out = 1;
+  for (int64_t d : out) {
+    if (d <= 0) ctx.Invalid(fmt::format("the output shape {} has an empty axis", ShapeToString(out)));
+    total_out *= d;
+  }
+  if (static_cast<int64_t>(index.size()) != total_in) ctx.Invalid(fmt::format("input 'I' must have the shape of 'X' {}", ShapeToString(in)));
+  int64_t total_inferred = 1;
+  for (int64_t d : inferred) total_inferred *= d;
+  // A flat index over `inferred` to the same position over `out`.
+  auto place = [&](int64_t f) {
+    int64_t j = 0, stride = 1;
+    for (size_t a = inferred.size(); a-- > 0;) {
+      j += (f % inferred[a]) * stride;
+      f /= inferred[a];
+      stride *= out[a];
+    }
+    return j;
+  };
+  Tensor src(DType::Int64, {1, total_out}), mask(DType::Bool, {1, total_out});
+  for (int64_t j = 0; j < total_out; ++j) {
+    src.data_as<int64_t>()[j] = 0;
+    mask.SetDouble(j, 0.0);
+  }
+  for (int64_t i = 0; i < total_in; ++i) {
+    const int64_t f = index[static_cast<size_t>(i)];
+    if (f < 0 || f >= total_inferred) {
+      ctx.Invalid(fmt::format("input 'I' holds {} at {}; expected an index in [0, {})", f, i, total_inferred));
+    }
+    const int64_t j = place(f);
+    src.data_as<int64_t>()[j] = i;
+    mask.SetDouble(j, 1.0);
+  }
+  const std::string flat = ReshapeTo(ctx, ctx.Input(0), {{1, ""}, {total_in, ""}});
+  const std::string gathered = ctx.Op("tensor.gather_elements", {flat, ctx.ConstTensor(src, "unpool_index")}, {{"axis", int64_t{1}}});
+  const std::string y = ctx.Op("tensor.where", {ctx.ConstTensor(mask, "unpool_mask"), gathered, ctx.Scalar(0.0, x.dtype)});
+  std::vector<ir::Dim> dims;
+  for (int64_t d : out) dims.push_back({d, ""});
+  ReshapeTo(ctx, y, dims, ctx.Output(0));
 }
 
 // Global pools: reduce the spatial axes, keeping them as size 1.
@@ -506,6 +693,7 @@ void AddNnOps(std::vector<OpEntry>& t) {
   t.push_back({"Conv", 1, kMax, Conv});
   t.push_back({"MaxPool", 1, kMax, [](Context& c) { Pool(c, true); }});
   t.push_back({"AveragePool", 1, kMax, [](Context& c) { Pool(c, false); }});
+  t.push_back({"MaxUnpool", 9, kMax, MaxUnpool});
   t.push_back({"GlobalAveragePool", 1, kMax, [](Context& c) { GlobalPool(c, false); }});
   t.push_back({"GlobalMaxPool", 1, kMax, [](Context& c) { GlobalPool(c, true); }});
   t.push_back({"BatchNormalization", 7, kMax, BatchNorm});

@@ -143,6 +143,7 @@ NodeTestResult RunNodeTest(const std::string& directory, const NodeTestOptions& 
     const std::vector<std::string> output_names = GraphOutputNames(model);
     const std::map<std::string, StructuredValue::Kind> kinds = GraphValueKinds(model);
     const std::map<std::string, DType> declared = DeclaredDTypes(model);
+    const std::vector<std::string> shape_defining = ShapeDefiningInputNames(model);
     std::vector<fs::path> sets;
     for (const auto& e : fs::directory_iterator(dir)) {
       if (e.is_directory() && e.path().filename().string().starts_with("test_data_set_")) sets.push_back(e.path());
@@ -164,7 +165,8 @@ NodeTestResult RunNodeTest(const std::string& directory, const NodeTestOptions& 
       std::map<std::string, Tensor> inputs;
       for (const auto& [name, v] : read) {
         if (v.kind == StructuredValue::Kind::Tensor) {
-          if (bind(v.tensor) || (options.bind_integer_inputs && from_bits.contains(name))) {
+          const bool shapes = std::find(shape_defining.begin(), shape_defining.end(), name) != shape_defining.end();
+          if (bind(v.tensor) || (options.bind_integer_inputs && (from_bits.contains(name) || shapes))) {
             io.bind_inputs[name] = v.tensor;
           } else {
             inputs[name] = v.tensor;

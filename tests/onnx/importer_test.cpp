@@ -324,20 +324,16 @@ TEST(OnnxImportErrors, WrongAttributeTypeAndUnsupportedAttribute) {
 
   ModelBuilder p(13);
   p.Input("x", {"1", "1", "4", "4"});
-  auto* n = p.Node("MaxPool", {"x"}, {"y"}, "pool");
+  auto* n = p.Node("MaxPool", {"x"}, {"y", "idx"}, "pool");
   auto* k = n->add_attribute();
   k->set_name("kernel_shape");
   k->set_type(::onnx::AttributeProto::INTS);
   k->add_ints(2);
   k->add_ints(2);
-  auto* dil = n->add_attribute();
-  dil->set_name("dilations");
-  dil->set_type(::onnx::AttributeProto::INTS);
-  dil->add_ints(2);
-  dil->add_ints(2);
   p.Output("y");
-  msg = ErrorOf([&] { ImportOnnx(p.Save("dilated.onnx")); });
-  EXPECT_NE(msg.find("node 'pool' (MaxPool): attribute 'dilations' must be all 1"), std::string::npos) << msg;
+  p.Output("idx");
+  msg = ErrorOf([&] { ImportOnnx(p.Save("indices.onnx")); });
+  EXPECT_NE(msg.find("node 'pool' (MaxPool): output 'Indices' is not supported"), std::string::npos) << msg;
 }
 
 TEST(OnnxImportErrors, FloatModNeedsFmod) {
@@ -395,6 +391,66 @@ TEST(OnnxImportErrors, ExternalData) {
   len->set_value("16");
   msg = ErrorOf([&] { ImportOnnx(b.Save("external_long.onnx")); });
   EXPECT_NE(msg.find("exceeds the 12 bytes"), std::string::npos) << msg;
+}
+
+void AttrInts(::onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+// A 1-D MaxPool with dilation 2 (strided slices): y[i] = max(x[i], x[i + 2]).
+TEST(OnnxImport, DilatedMaxPool1D) {
+  ModelBuilder b(12);
+  b.Input("x", {"1", "1", "6"});
+  b.Output("y");
+  auto* n = b.Node("MaxPool", {"x"}, {"y"});
+  AttrInts(n, "kernel_shape", {2});
+  AttrInts(n, "dilations", {2});
+  auto out = RunModel(b.Save("dilated_maxpool.onnx"), {{"x", F32({1, 1, 6}, {1, 5, 2, 0, 7, 3})}});
+  EXPECT_EQ(out.at("y").shape(), (Shape{1, 1, 4}));
+  ExpectNear(out.at("y"), {2, 5, 7, 3});
+}
+
+// MaxUnpool puts each value at its flat index over the unpooled [1, 1, 2, 4] and zeros elsewhere.
+TEST(OnnxImport, MaxUnpoolScattersToIndices) {
+  ModelBuilder b(11);
+  b.Input("x", {"1", "1", "1", "2"});
+  b.InitInts("i", {7, 0});
+  b.g().mutable_initializer()->rbegin()->clear_dims();
+  for (int64_t d : {1, 1, 1, 2}) b.g().mutable_initializer()->rbegin()->add_dims(d);
+  b.Output("y");
+  auto* n = b.Node("MaxUnpool", {"x", "i"}, {"y"});
+  AttrInts(n, "kernel_shape", {2, 2});
+  AttrInts(n, "strides", {2, 2});
+  auto out = RunModel(b.Save("maxunpool.onnx"), {{"x", F32({1, 1, 1, 2}, {3, 4})}});
+  EXPECT_EQ(out.at("y").shape(), (Shape{1, 1, 2, 4}));
+  ExpectNear(out.at("y"), {4, 0, 0, 0, 0, 0, 0, 3});
+}
+
+// Cubic Resize at scale 1 on the width and 2 on nothing else is the identity; asymmetric 2x keeps
+// the even outputs equal to the input (integer source coordinates take one tap).
+TEST(OnnxImport, CubicResizeAsymmetricKeepsSamples) {
+  ModelBuilder b(13);
+  b.Input("x", {"1", "1", "1", "4"});
+  b.Init("roi", {0}, {});
+  b.Init("scales", {4}, {1, 1, 1, 2});
+  b.Output("y");
+  auto* n = b.Node("Resize", {"x", "roi", "scales"}, {"y"});
+  auto* mode = n->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(::onnx::AttributeProto::STRING);
+  mode->set_s("cubic");
+  auto* ct = n->add_attribute();
+  ct->set_name("coordinate_transformation_mode");
+  ct->set_type(::onnx::AttributeProto::STRING);
+  ct->set_s("asymmetric");
+  auto out = RunModel(b.Save("resize_cubic.onnx"), {{"x", F32({1, 1, 1, 4}, {1, 2, 4, 8})}});
+  ASSERT_EQ(out.at("y").shape(), (Shape{1, 1, 1, 8}));
+  for (int64_t k = 0; k < 4; ++k) EXPECT_NEAR(out.at("y").GetDouble(2 * k), std::pow(2.0, k), 1e-6);
+  // Keys' weights at t = 1/2 with A = -0.75: (-0.09375, 0.59375, 0.59375, -0.09375), edge-clamped.
+  EXPECT_NEAR(out.at("y").GetDouble(1), -0.09375 * 1 + 0.59375 * 1 + 0.59375 * 2 - 0.09375 * 4, 1e-6);
 }
 
 // ---- the ONNX backend node tests: a floor through the C++ path ------------------------------------
