@@ -26,6 +26,8 @@ const std::vector<OpEntry>& Table() {
     AddLossOps(t);
     AddRearrangeOps(t);
     AddResizeOps(t);
+    AddRecurrentOps(t);
+    AddEinsumOps(t);
     return t;
   }();
   return table;

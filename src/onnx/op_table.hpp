@@ -34,6 +34,8 @@ void AddTensorAxisOps(std::vector<OpEntry>& table);         // lower_tensor_axis
 void AddLossOps(std::vector<OpEntry>& table);               // lower_loss.cpp
 void AddRearrangeOps(std::vector<OpEntry>& table);          // lower_rearrange.cpp
 void AddResizeOps(std::vector<OpEntry>& table);             // lower_resize.cpp
+void AddRecurrentOps(std::vector<OpEntry>& table);          // lower_recurrent.cpp
+void AddEinsumOps(std::vector<OpEntry>& table);             // lower_einsum.cpp
 
 // ---- helpers shared by the lowerings (lower_util.cpp) ---------------------------------------------
 // An axis in [-rank, rank) normalised to [0, rank); Invalid naming `what` otherwise.
