@@ -100,7 +100,7 @@ std::map<std::string, Tensor> RunModel(const std::string& path, const std::map<s
   auto backend = cpu::CreateBackend();
   runtime::Executor ex(std::move(r.graph), *backend);
   ex.LoadParams(r.initializers);
-  return ex.RunModel(inputs);
+  return ex.Run(inputs);
 }
 
 void Expect(const Tensor& t, Shape shape, const std::vector<double>& want, double tol = 1e-5) {
