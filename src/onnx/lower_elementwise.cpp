@@ -126,17 +126,17 @@ void WithAlpha(Context& ctx, const char* op, const char* attr, double fallback) 
   ctx.Op(op, {ctx.Input(0)}, {{attr, ctx.AttrFloat("alpha", fallback)}}, ctx.Output(0));
 }
 
+// Selu(x) = gamma * elu(x, alpha): the catalog's fixed-constant selu for the defaults.
 void Selu(Context& ctx) {
   ctx.AllowAttrs({"alpha", "gamma"});
-  // activation.selu has the fixed constants of the ONNX defaults (f32 attribute values).
   const double alpha = ctx.AttrFloat("alpha", 1.67326319217681884765625);
   const double gamma = ctx.AttrFloat("gamma", 1.05070102214813232421875);
-  if (static_cast<float>(alpha) != 1.67326319217681884765625f || static_cast<float>(gamma) != 1.05070102214813232421875f) {
-    ctx.Unsupported(fmt::format("attributes alpha={} gamma={}: activation.selu has only the defaults 1.6732632 "
-                                "and 1.0507010",
-                                alpha, gamma));
+  if (static_cast<float>(alpha) == 1.67326319217681884765625f && static_cast<float>(gamma) == 1.05070102214813232421875f) {
+    ctx.Op("activation.selu", {ctx.Input(0)}, {}, ctx.Output(0));
+    return;
   }
-  ctx.Op("activation.selu", {ctx.Input(0)}, {}, ctx.Output(0));
+  const std::string elu = ctx.Op("activation.elu_alpha", {ctx.Input(0)}, {{"alpha", alpha}});
+  ctx.Op("math.mul", {elu, ctx.Scalar(gamma, ctx.In(0).dtype)}, {}, ctx.Output(0));
 }
 
 // HardSigmoid(x) = clamp(alpha x + beta, 0, 1).

@@ -540,16 +540,82 @@ void GlobalPool(Context& ctx, bool is_max) {
 bool IsDefaultEps(double eps) { return std::fabs(eps - 1e-5) <= 1e-7 * 1e-5; }
 
 
+// Mean of `v` over `axes` (static sizes): dropped axes, or kept as size-1 dimensions.
+std::string StaticMean(Context& ctx, const std::string& v, const std::vector<int64_t>& axes, bool keep) {
+  const Value x = ctx.Get(v);
+  int64_t count = 1;
+  std::vector<ir::Dim> kept = x.dims;
+  for (int64_t a : axes) {
+    const ir::Dim& d = x.dims[static_cast<size_t>(a)];
+    if (!d.symbol.empty()) ctx.Unsupported("statistics over a symbolic axis (the count must be static)");
+    count *= d.size;
+    kept[static_cast<size_t>(a)] = {1, ""};
+  }
+  std::string y = ctx.Op("reduction.sum", {v}, {{"axis", axes}});
+  y = ctx.Op("math.div", {y, ctx.Scalar(static_cast<double>(count), x.dtype)});
+  return keep ? ReshapeTo(ctx, y, kept) : y;
+}
+
+// Training mode (opset 14+): batch statistics over every axis but 1 (population variance), the
+// running statistics blended as input * momentum + batch * (1 - momentum).
+void BatchNormTraining(Context& ctx, double eps) {
+  const Value& x = ctx.In(0);
+  if (x.rank() < 2) ctx.Invalid("input 'X' needs rank >= 2");
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    if (i != 1) axes.push_back(i);
+  }
+  const DType d = x.dtype;
+  const std::string mean_keep = StaticMean(ctx, ctx.Input(0), axes, true);
+  const std::string centered = ctx.Op("math.sub", {ctx.Input(0), mean_keep});
+  const std::string var = StaticMean(ctx, ctx.Op("math.mul", {centered, centered}), axes, false);
+  const std::string mean = StaticMean(ctx, ctx.Input(0), axes, false);
+  ctx.Op("math.batchnorm", {ctx.Input(0), ctx.Input(1), ctx.Input(2), mean, var}, {{"eps", IsDefaultEps(eps) ? 1e-5 : eps}},
+         ctx.Output(0));
+  const double momentum = ctx.AttrFloat("momentum", 0.9);
+  auto blend = [&](int input, const std::string& batch, int output) {
+    if (!ctx.HasOutput(output)) return;
+    const std::string old_part = ctx.Op("math.mul", {ctx.Input(input), ctx.Scalar(momentum, d)});
+    const std::string new_part = ctx.Op("math.mul", {batch, ctx.Scalar(1.0 - momentum, d)});
+    ctx.Op("math.add", {old_part, new_part}, {}, ctx.Output(output));
+  };
+  blend(3, mean, 1);
+  blend(4, var, 2);
+}
+
 void BatchNorm(Context& ctx) {
   ctx.AllowAttrs({"epsilon", "momentum", "spatial", "training_mode"});
   ctx.RequireAttrInt("spatial", 1, "per-channel statistics");
-  ctx.RequireAttrInt("training_mode", 0, "inference form only");
-  for (int o = 1; o < ctx.NumOutputs(); ++o) {
-    if (ctx.HasOutput(o)) ctx.Unsupported("training outputs (running mean/var) are not supported");
-  }
   const double eps = ctx.AttrFloat("epsilon", 1e-5);
+  if (ctx.AttrInt("training_mode", 0) != 0) {
+    if (ctx.opset() < 14) ctx.Invalid("attribute 'training_mode' exists from opset 14");
+    BatchNormTraining(ctx, eps);
+    return;
+  }
+  for (int o = 1; o < ctx.NumOutputs(); ++o) {
+    if (ctx.HasOutput(o)) ctx.Unsupported("training outputs (running mean/var) need training_mode=1");
+  }
   ctx.Op("math.batchnorm", {ctx.Input(0), ctx.Input(1), ctx.Input(2), ctx.Input(3), ctx.Input(4)},
          {{"eps", IsDefaultEps(eps) ? 1e-5 : eps}}, ctx.Output(0));
+}
+
+// MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes` (ONNX's function).
+void Mvn(Context& ctx) {
+  ctx.AllowAttrs({"axes"});
+  const Value& x = ctx.In(0);
+  std::vector<int64_t> axes;
+  for (int64_t a : ctx.AttrInts("axes").value_or(std::vector<int64_t>{0, 2, 3})) {
+    axes.push_back(NormalizeAxis(ctx, a, x.rank(), "attribute 'axes' entry"));
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) ctx.Invalid("attribute 'axes' repeats an axis");
+  const DType d = x.dtype;
+  const std::string in = ctx.Input(0);
+  const std::string mean = StaticMean(ctx, in, axes, true);
+  const std::string ex2 = StaticMean(ctx, ctx.Op("math.mul", {in, in}), axes, true);
+  const std::string var = ctx.Op("math.sub", {ex2, ctx.Op("math.mul", {mean, mean})});
+  const std::string denom = ctx.Op("math.add", {ctx.Op("math.sqrt", {var}), ctx.Scalar(1e-9, d)});
+  ctx.Op("math.div", {ctx.Op("math.sub", {in, mean}), denom}, {}, ctx.Output(0));
 }
 
 void InstanceNorm(Context& ctx) {
@@ -637,12 +703,17 @@ void Softmax(Context& ctx, const char* op, bool coerce_2d) {
   ReshapeTo(ctx, y, x.dims, ctx.Output(0));
 }
 
-// Dropout in inference: the identity, and an all-true mask when asked for.
+// Dropout in inference (or training with ratio 0): the identity, and an all-true mask when asked for.
 void Dropout(Context& ctx) {
   ctx.AllowAttrs({"ratio", "seed", "is_test"});
   if (ctx.HasInput(2)) {
     const Tensor t = ctx.RequireConst(2, "training_mode");
-    if (t.numel() != 1 || t.GetDouble(0) != 0.0) ctx.Unsupported("input 'training_mode' must be false (inference only)");
+    if (t.numel() != 1) ctx.Invalid("input 'training_mode' must be a scalar");
+    const bool zero_ratio = ctx.HasInput(1) && ctx.ConstIn(1) && ctx.ConstIn(1)->numel() == 1 &&
+                            ctx.ConstIn(1)->GetDouble(0) == 0.0;
+    if (t.GetDouble(0) != 0.0 && !zero_ratio) {
+      ctx.Unsupported("input 'training_mode' true needs input 'ratio' 0 known at import time (no random masks)");
+    }
   }
   ctx.Alias(ctx.Input(0), ctx.Output(0));
   if (ctx.HasOutput(1)) {
@@ -698,6 +769,7 @@ void AddNnOps(std::vector<OpEntry>& t) {
   t.push_back({"GlobalMaxPool", 1, kMax, [](Context& c) { GlobalPool(c, true); }});
   t.push_back({"BatchNormalization", 7, kMax, BatchNorm});
   t.push_back({"InstanceNormalization", 6, kMax, InstanceNorm});
+  t.push_back({"MeanVarianceNormalization", 9, kMax, Mvn});
   t.push_back({"LayerNormalization", 17, kMax, LayerNorm});
   t.push_back({"Softmax", 1, 12, [](Context& c) { Softmax(c, "math.softmax", true); }});
   t.push_back({"Softmax", 13, kMax, [](Context& c) { Softmax(c, "math.softmax", false); }});

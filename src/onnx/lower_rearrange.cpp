@@ -1,7 +1,8 @@
 // Lowerings of ONNX's DepthToSpace and SpaceToDepth (reshape, transpose, reshape) and of Hardmax
-// and OneHot (an index compared with an iota constant along the axis, then cast or selected).
+// and OneHot (an index compared with an iota constant along the axis, then cast or selected), and Pad.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,97 @@ void OneHot(Context& ctx) {
          {}, ctx.Output(0));
 }
 
+// Pad (constant, edge, reflect) one axis at a time: slices of the input (negative pads crop) and
+// concatenation with the pad blocks: a constant filled with the value, or copies of edge slices.
+void Pad(Context& ctx, bool attr_form) {
+  if (attr_form) {
+    ctx.AllowAttrs({"mode", "pads", "value"});
+  } else {
+    ctx.AllowAttrs({"mode"});
+  }
+  const Value x = ctx.In(0);
+  if (!x.is_static()) ctx.Unsupported("Pad needs a static input shape");
+  const int64_t r = x.rank();
+  std::vector<int64_t> pads;
+  if (attr_form) {
+    pads = ctx.AttrInts("pads").value_or(std::vector<int64_t>{});
+  } else {
+    pads = ctx.ConstInts(1, "pads");
+  }
+  if (static_cast<int64_t>(pads.size()) != 2 * r) {
+    ctx.Invalid(fmt::format("'pads' has {} entries, expected 2 x rank = {}", pads.size(), 2 * r));
+  }
+  const std::string mode = ctx.AttrString("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect") {
+    ctx.Invalid(fmt::format("attribute 'mode' must be constant, edge or reflect, got '{}'", mode));
+  }
+  const DType d = x.dtype;
+  std::string value;  // a scalar value name (constant mode)
+  if (mode == "constant") {
+    if (attr_form) {
+      value = ctx.Scalar(ctx.AttrFloat("value", 0.0), d);
+    } else if (ctx.HasInput(2)) {
+      if (ctx.In(2).rank() != 0 && !(ctx.In(2).rank() == 1 && ctx.In(2).is_static() && ctx.In(2).shape()[0] == 1)) {
+        ctx.Invalid("input 'constant_value' must be a scalar");
+      }
+      value = ReshapeTo(ctx, ctx.Input(2), {});
+    } else {
+      value = ctx.Scalar(0.0, d);
+    }
+  }
+  std::string v = ctx.Input(0);
+  Shape shape = x.shape();
+  auto slice = [&](const std::string& in, int64_t axis, int64_t start, int64_t end) {
+    return ctx.Op("shape.slice", {in}, {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{end}},
+                                        {"axes", std::vector<int64_t>{axis}}});
+  };
+  for (int64_t axis = 0; axis < r; ++axis) {
+    int64_t before = pads[static_cast<size_t>(axis)], after = pads[static_cast<size_t>(axis + r)];
+    int64_t n = shape[static_cast<size_t>(axis)];
+    if (before < 0 || after < 0) {  // crop first
+      const int64_t start = std::max<int64_t>(0, -before), end = n - std::max<int64_t>(0, -after);
+      if (end < start) ctx.Invalid(fmt::format("negative pads crop axis {} of size {} below zero", axis, n));
+      v = slice(v, axis, start, end);
+      n = end - start;
+      shape[static_cast<size_t>(axis)] = n;
+      before = std::max<int64_t>(0, before);
+      after = std::max<int64_t>(0, after);
+    }
+    if (before == 0 && after == 0) continue;
+    if (mode != "constant" && n == 0) ctx.Invalid(fmt::format("{} padding of the empty axis {}", mode, axis));
+    if (mode == "reflect" && (before >= n || after >= n)) {
+      ctx.Unsupported(fmt::format("reflect pads {} and {} must be below axis {}'s size {}", before, after, axis, n));
+    }
+    auto block = [&](int64_t count, bool left) -> std::vector<std::string> {
+      std::vector<std::string> parts;
+      if (count == 0) return parts;
+      if (mode == "constant") {
+        Shape bs = shape;
+        bs[static_cast<size_t>(axis)] = count;
+        Tensor zeros(d, bs);
+        for (int64_t i = 0; i < zeros.numel(); ++i) zeros.SetDouble(i, 0.0);
+        parts.push_back(ctx.Op("math.add", {ctx.ConstTensor(zeros, "pad_block"), value}));
+      } else if (mode == "edge") {
+        const std::string e = left ? slice(v, axis, 0, 1) : slice(v, axis, n - 1, n);
+        for (int64_t i = 0; i < count; ++i) parts.push_back(e);
+      } else {  // reflect: x[count] ... x[1] on the left, x[n-2] ... x[n-1-count] on the right
+        for (int64_t i = 0; i < count; ++i) {
+          const int64_t src = left ? count - i : n - 2 - i;
+          parts.push_back(slice(v, axis, src, src + 1));
+        }
+      }
+      return parts;
+    };
+    std::vector<std::string> parts = block(before, true);
+    parts.push_back(v);
+    const std::vector<std::string> tail = block(after, false);
+    parts.insert(parts.end(), tail.begin(), tail.end());
+    v = ctx.Op("shape.concat", parts, {{"axis", axis}});
+    shape[static_cast<size_t>(axis)] = n + before + after;
+  }
+  ctx.Alias(v, ctx.Output(0));
+}
+
 }  // namespace
 
 void AddRearrangeOps(std::vector<OpEntry>& t) {
@@ -127,6 +219,8 @@ void AddRearrangeOps(std::vector<OpEntry>& t) {
   t.push_back({"Hardmax", 1, 12, [](Context& c) { Hardmax(c, true); }});
   t.push_back({"Hardmax", 13, kMaxOpset, [](Context& c) { Hardmax(c, false); }});
   t.push_back({"OneHot", 9, kMaxOpset, OneHot});
+  t.push_back({"Pad", 2, 10, [](Context& c) { Pad(c, true); }});
+  t.push_back({"Pad", 11, kMaxOpset, [](Context& c) { Pad(c, false); }});
 }
 
 }  // namespace backplane::onnx

@@ -28,7 +28,20 @@ void ReshapeOp(Context& ctx) {
   const std::vector<int64_t> spec = ctx.ConstInts(1, "shape");
   const bool allowzero = ctx.AttrInt("allowzero", 0) != 0;
   if (allowzero && std::find(spec.begin(), spec.end(), 0) != spec.end()) {
-    ctx.Unsupported(fmt::format("allowzero=1 with a 0 in shape {} (shape.reshape reads 0 as 'copy')", List(spec)));
+    // A literal 0 makes the output empty, so the input must be empty too: an empty constant.
+    const Value& x = ctx.In(0);
+    if (!x.is_static()) ctx.Unsupported(fmt::format("allowzero=1 with a 0 in shape {} needs a static input", List(spec)));
+    if (std::find(spec.begin(), spec.end(), -1) != spec.end()) {
+      ctx.Invalid(fmt::format("allowzero=1 with both 0 and -1 in shape {}", List(spec)));
+    }
+    if (NumElements(x.shape()) != 0) {
+      ctx.Invalid(fmt::format("shape {} has 0 elements, the input has {}", List(spec), NumElements(x.shape())));
+    }
+    for (int64_t d : spec) {
+      if (d < 0) ctx.Invalid(fmt::format("shape {} has a negative entry", List(spec)));
+    }
+    ctx.DefineConstant(ctx.Output(0), Tensor(x.dtype, Shape(spec)));
+    return;
   }
   ctx.Op("shape.reshape", {ctx.Input(0)}, {{"shape", spec}}, ctx.Output(0));
 }

@@ -31,6 +31,8 @@ const std::vector<OpEntry>& Table() {
     AddIndexOps(t);
     AddQuantOps(t);
     AddSpectralOps(t);
+    AddRecurrentOps(t);
+    AddEinsumOps(t);
     return t;
   }();
   return table;

@@ -39,6 +39,8 @@ void AddSequenceOps(std::vector<OpEntry>& table);           // lower_sequence.cp
 void AddIndexOps(std::vector<OpEntry>& table);              // lower_index.cpp
 void AddQuantOps(std::vector<OpEntry>& table);              // lower_quant.cpp
 void AddSpectralOps(std::vector<OpEntry>& table);           // lower_spectral.cpp
+void AddRecurrentOps(std::vector<OpEntry>& table);          // lower_recurrent.cpp
+void AddEinsumOps(std::vector<OpEntry>& table);             // lower_einsum.cpp
 
 // Imports subgraph `g` (a branch or a body) with its inputs bound to `inputs` (value names, tensors
 // or composites; the count must match) and returns the value names of its outputs. The subgraph's
