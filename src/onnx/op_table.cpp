@@ -26,6 +26,7 @@ const std::vector<OpEntry>& Table() {
     AddLossOps(t);
     AddRearrangeOps(t);
     AddResizeOps(t);
+    AddMathOps(t);
     return t;
   }();
   return table;

@@ -34,6 +34,7 @@ void AddTensorAxisOps(std::vector<OpEntry>& table);         // lower_tensor_axis
 void AddLossOps(std::vector<OpEntry>& table);               // lower_loss.cpp
 void AddRearrangeOps(std::vector<OpEntry>& table);          // lower_rearrange.cpp
 void AddResizeOps(std::vector<OpEntry>& table);             // lower_resize.cpp
+void AddMathOps(std::vector<OpEntry>& table);               // lower_math.cpp
 
 // ---- helpers shared by the lowerings (lower_util.cpp) ---------------------------------------------
 // An axis in [-rank, rank) normalised to [0, rank); Invalid naming `what` otherwise.

@@ -17,6 +17,9 @@
 //                   %); an integer division by zero is InvalidArgument.
 //   GatherElements: out[o, k, j] = in[o, idx[o, k, j], j] with idx int64 in [-axis, axis).
 //   Round:          floor, ceil, round-half-to-even, trunc, or erf, elementwise on floats.
+//   Trig:           tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, elementwise on floats.
+//   BitShift:       out[i] = a[i] << b[i] (or >>) on integers; a shift of the bit width or more
+//                   gives 0 (an arithmetic right shift of a negative value: -1); b < 0 is invalid.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +64,17 @@ enum class RoundOp : int32_t { Floor, Ceil, HalfToEven, Trunc, Erf };
 struct RoundConfig {
   RoundOp Op = RoundOp::Floor;
 };
+enum class TrigOp : int32_t { Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh };
+struct TrigConfig {
+  TrigOp Op = TrigOp::Tan;
+};
+struct BitShiftConfig {
+  bool Left = true;  // false: right (logical for unsigned, arithmetic for signed)
+};
+
+// The integer dtypes (BitShift).
+inline constexpr DTypeSet kIntegerDTypes{DType::Int64,  DType::Int32,  DType::Int16,  DType::Int8,
+                                         DType::Uint64, DType::Uint32, DType::Uint16, DType::Uint8};
 
 #define BP_RET_Compare void
 #define BP_PARAMS_Compare \
@@ -117,6 +131,15 @@ struct RoundConfig {
 #define BP_PARAMS_Round const RoundConfig &config, const void *in, void *out, int64_t count, DType dtype
 #define BP_ARGS_Round config, in, out, count, dtype
 
+#define BP_RET_Trig void
+#define BP_PARAMS_Trig const TrigConfig &config, const void *in, void *out, int64_t count, DType dtype
+#define BP_ARGS_Trig config, in, out, count, dtype
+
+#define BP_RET_BitShift void
+#define BP_PARAMS_BitShift \
+  const BitShiftConfig &config, const void *a, const void *b, void *out, int64_t count, DType dtype
+#define BP_ARGS_BitShift config, a, b, out, count, dtype
+
 // X(Surface, Method, Family, accepted DTypes)
 #define BP_SURFACE_TENSOR_OPS(X)                                        \
   X(TensorOps, Compare, Compare, kTensorDTypesAndBool)                  \
@@ -129,7 +152,9 @@ struct RoundConfig {
   X(TensorOps, Pow, Pow, kFloatDTypes)                                  \
   X(TensorOps, Mod, Mod, kTensorDTypes)                                 \
   X(TensorOps, GatherElements, GatherElements, kTensorDTypesAndBool)    \
-  X(TensorOps, Round, Round, kFloatDTypes)
+  X(TensorOps, Round, Round, kFloatDTypes)                              \
+  X(TensorOps, Trig, Trig, kFloatDTypes)                                \
+  X(TensorOps, BitShift, BitShift, kIntegerDTypes)
 
 class TensorOpsSurface {
  public:
