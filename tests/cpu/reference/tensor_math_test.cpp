@@ -16,6 +16,7 @@
 
 #include "backplane/convert.hpp"
 #include "backplane/cpu/cpu_backend.hpp"
+#include "backplane/tensor.hpp"
 #include "support/test_support.hpp"
 
 namespace backplane {
@@ -78,8 +79,9 @@ TEST(TensorMath, TrigF64MatchesNumPy) {
     for (Backend* b : {&Ref(), &Fast()}) {
       std::vector<double> got(x.size() + 2, 7.0);
       b->TensorOps().Trig(TrigConfig{op}, x.data(), got.data(), n, DType::Float64);
-      // The reference: libm against NumPy (1 ULP); the fast kernels: their stated 1e-14.
-      const double rel = b == &Ref() ? 2.3e-16 : 1e-14;
+      // The reference: libm against NumPy (4 ULP: NumPy may use its own vector code, e.g. SVML);
+      // the fast kernels: their stated 1e-14.
+      const double rel = b == &Ref() ? 9e-16 : 1e-14;
       for (size_t i = 0; i < x.size(); ++i) {
         EXPECT_TRUE(Near(got[i], want[i], rel)) << c.at("op") << "(" << x[i] << ")";
       }
@@ -128,7 +130,7 @@ TEST(TensorMath, TrigEdges) {
         Tensor y = Tensor::FromDoubles(d, {17}, std::vector<double>(17, 0.0));
         b->TensorOps().Trig(TrigConfig{c.op}, x.data(), y.data(), 17, d);
         const std::vector<double> got = y.ToDoubles();
-        const double want = d == DType::Float64 ? c.want : Tensor::FromDoubles(d, {1}, {c.want}).ToDoubles()[0];
+        const double want = d == DType::Float64 ? c.want : Tensor::FromDoubles(d, {1}, std::vector<double>{c.want}).ToDoubles()[0];
         for (double g : got) {
           EXPECT_TRUE(Near(g, want, 0.0)) << DTypeName(d) << " op " << static_cast<int>(c.op) << " x " << c.x;
         }
