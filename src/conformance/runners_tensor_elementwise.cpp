@@ -1,6 +1,7 @@
-// Runners for the TensorOps elementwise families (Compare, Logical, Where, Cast, Pow, Mod, Round):
-// every dtype of the cell, sizes around vector widths and 64-element bool words, NaN/Inf/-0 and
-// integer extremes, identical errors. All but Pow compare output bytes exactly (guards included).
+// Runners for the TensorOps elementwise families (Compare, Logical, Where, Cast, Pow, Mod, Round,
+// Trig, BitShift): every dtype of the cell, sizes around vector widths and 64-element bool words,
+// NaN/Inf/-0 and integer extremes, identical errors. All but Pow and Trig compare output bytes
+// exactly (guards included); Trig within the bounds stated in src/cpu/kernels/tensor_ops_math.cpp.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -22,6 +23,8 @@ using CastFn = BP_RET_Cast (*)(BP_PARAMS_Cast);
 using PowFn = BP_RET_Pow (*)(BP_PARAMS_Pow);
 using ModFn = BP_RET_Mod (*)(BP_PARAMS_Mod);
 using RoundFn = BP_RET_Round (*)(BP_PARAMS_Round);
+using TrigFn = BP_RET_Trig (*)(BP_PARAMS_Trig);
+using BitShiftFn = BP_RET_BitShift (*)(BP_PARAMS_BitShift);
 
 // The cell's sizes plus the bool-word boundaries.
 std::vector<int64_t> Sizes(const RunContext& c) {
@@ -352,6 +355,104 @@ Measure RunRound(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   return m;
 }
 
+// Relative bounds of the Trig kernels against the reference (a few ULP each; see the kernel file).
+Tolerance TrigTolerance(DType d) {
+  switch (d) {
+    case DType::Float64:
+      return {1e-300, 1e-14};
+    case DType::Float32:
+      return {1e-37, 1.3e-6};
+    case DType::Float16:
+      return {6e-8, 1e-3};
+    default:
+      return {1e-37, 8e-3};
+  }
+}
+
+// Inputs for TrigOp `op`: mostly inside the vector range (|x| <= 0.9 for asin/acos/atanh,
+// 1 + |x| for acosh, N(0, 3) otherwise), with the specials and out-of-domain values of Values.
+std::vector<uint8_t> TrigInputs(DType d, int64_t n, uint64_t seed, int op, bool specials) {
+  std::vector<uint8_t> s = specials ? Values(d, n, seed) : RandomStorage(d, n, seed, 3.0, false);
+  if (specials) return s;
+  const auto t = static_cast<TrigOp>(op);
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = LoadAsDouble(s, d, i);
+    if (t == TrigOp::Asin || t == TrigOp::Acos || t == TrigOp::Atanh) {
+      StoreAsDouble(s, d, i, std::fmod(v, 0.9));
+    } else if (t == TrigOp::Acosh) {
+      StoreAsDouble(s, d, i, 1.0 + std::fabs(v));
+    }
+  }
+  return s;
+}
+
+Measure RunTrig(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  Measure m;
+  QuickThreads threads(c);
+  const DType d = c.dtype;
+  const Tolerance tol = TrigTolerance(d);
+  for (int64_t n : Sizes(c)) {
+    const size_t off = Offset(d, n);
+    for (int op = 0; op <= static_cast<int>(TrigOp::Atanh); ++op) {
+      for (bool specials : {false, true}) {
+        const auto x = Shifted(TrigInputs(d, n, c.seed + static_cast<uint64_t>(n * 16 + op), op, specials), off);
+        const TrigConfig config{static_cast<TrigOp>(op)};
+        auto want = Out(d, n, off), got = want;
+        Unerase<TrigFn>(ref)(config, x.data() + off, want.data() + off, n, d);
+        Unerase<TrigFn>(fast)(config, x.data() + off, got.data() + off, n, d);
+        const std::string where = fmt::format("n={} op={}{} out", n, op, specials ? " (specials)" : "");
+        CompareStorage(Unshifted(got, off), Unshifted(want, off), d, n, tol, where, m);
+        CheckGuard(got, off + DTypeStorageBytes(d, n), where, m);
+      }
+    }
+  }
+  const auto x = Values(d, 9, c.seed);
+  auto out = Out(d, 9, 0);
+  auto call = [&](TrigOp op, const void* p, int64_t n, DType dt) {
+    return [&, op, p, n, dt](bool r) { Unerase<TrigFn>(r ? ref : fast)(TrigConfig{op}, p, out.data(), n, dt); };
+  };
+  ExpectSameError("null in", out, call(TrigOp::Tan, nullptr, 9, d), m);
+  ExpectSameError("count<0", out, call(TrigOp::Asin, x.data(), -1, d), m);
+  ExpectSameError("dtype i32", out, call(TrigOp::Atan, x.data(), 9, DType::Int32), m);
+  ExpectSameError("bad op", out, call(static_cast<TrigOp>(12), x.data(), 9, d), m);
+  return m;
+}
+
+Measure RunBitShift(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  Measure m;
+  const DType d = c.dtype;
+  const int64_t bits = static_cast<int64_t>(DTypeStorageBytes(d, 1)) * 8;
+  for (int64_t n : Sizes(c)) {
+    const size_t off = Offset(d, n);
+    const auto a = Shifted(Values(d, n, c.seed + static_cast<uint64_t>(n)), off);
+    // Shift amounts 0 .. bits + 2 (past the width included).
+    auto b0 = Values(d, n, c.seed + 29 + static_cast<uint64_t>(n));
+    const size_t e = DTypeStorageBytes(d, 1);
+    for (int64_t i = 0; i < n; ++i) {
+      uint8_t* p = b0.data() + static_cast<size_t>(i) * e;
+      std::memset(p, 0, e);
+      p[0] = static_cast<uint8_t>((p[0] + i * 7) % (bits + 3));
+    }
+    const auto b = Shifted(b0, off);
+    for (bool left : {true, false}) {
+      auto want = Out(d, n, off), got = want;
+      Unerase<BitShiftFn>(ref)(BitShiftConfig{left}, a.data() + off, b.data() + off, want.data() + off, n, d);
+      Unerase<BitShiftFn>(fast)(BitShiftConfig{left}, a.data() + off, b.data() + off, got.data() + off, n, d);
+      ExpectSameBytes(got, want, fmt::format("n={} left={} out", n, left), m);
+    }
+  }
+  const auto a = Values(d, 9, c.seed);
+  auto out = Out(d, 9, 0);
+  ExpectSameError(
+      "null a", out,
+      [&](bool r) { Unerase<BitShiftFn>(r ? ref : fast)({}, nullptr, a.data(), out.data(), 9, d); }, m);
+  ExpectSameError(
+      "dtype f32", out,
+      [&](bool r) { Unerase<BitShiftFn>(r ? ref : fast)({}, a.data(), a.data(), out.data(), 9, DType::Float32); },
+      m);
+  return m;
+}
+
 }  // namespace
 
 void RegisterTensorElementwiseRunners(RunnerRegistry& r) {
@@ -362,6 +463,8 @@ void RegisterTensorElementwiseRunners(RunnerRegistry& r) {
   r["Pow"] = RunPow;
   r["Mod"] = RunMod;
   r["Round"] = RunRound;
+  r["Trig"] = RunTrig;
+  r["BitShift"] = RunBitShift;
 }
 
 }  // namespace backplane::conformance

@@ -33,6 +33,7 @@ const std::vector<OpEntry>& Table() {
     AddSpectralOps(t);
     AddRecurrentOps(t);
     AddEinsumOps(t);
+    AddMathOps(t);
     return t;
   }();
   return table;

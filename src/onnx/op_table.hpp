@@ -41,6 +41,7 @@ void AddQuantOps(std::vector<OpEntry>& table);              // lower_quant.cpp
 void AddSpectralOps(std::vector<OpEntry>& table);           // lower_spectral.cpp
 void AddRecurrentOps(std::vector<OpEntry>& table);          // lower_recurrent.cpp
 void AddEinsumOps(std::vector<OpEntry>& table);             // lower_einsum.cpp
+void AddMathOps(std::vector<OpEntry>& table);               // lower_math.cpp
 
 // Imports subgraph `g` (a branch or a body) with its inputs bound to `inputs` (value names, tensors
 // or composites; the count must match) and returns the value names of its outputs. The subgraph's

@@ -1,6 +1,7 @@
 // Graph-level TensorOps elementwise lowerings through the executor: NumPy broadcasting of the
 // comparisons, logic, tensor.where (three-way), tensor.pow and tensor.mod; bool (bit-packed)
-// outputs; tensor.cast's `to`; the roundings and math.erf; errors naming the node or the method.
+// outputs; tensor.cast's `to`; the roundings and math.erf; the Trig ops (closed forms); the bit
+// shifts (broadcast, shifts past the width); errors naming the node or the method.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -148,6 +149,51 @@ TEST(TensorElementwiseOps, PowModAndRounding) {
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(e.GetDouble(i), static_cast<float>(std::erf(x.GetDouble(i)))) << i;
   }
+}
+
+TEST(TensorElementwiseOps, TrigOpsClosedForms) {
+  const Tensor half = F32({3}, {0.5, -0.5, 0.0});
+  const Tensor two = F32({2}, {2.0, 1.0});
+  struct Case {
+    const char* op;
+    Tensor x;
+    std::vector<double> want;
+  };
+  const double s3 = std::sqrt(3.0);
+  const std::vector<Case> cases = {
+      {"math.asin", half, {M_PI / 6, -M_PI / 6, 0}},
+      {"math.acos", half, {M_PI / 3, 2 * M_PI / 3, M_PI / 2}},
+      {"math.atan", F32({2}, {1.0, -s3}), {M_PI / 4, -M_PI / 3}},
+      {"math.tan", F32({2}, {M_PI / 4, -M_PI / 3}), {1.0, -s3}},
+      {"math.sinh", two, {(std::exp(2.0) - std::exp(-2.0)) / 2, (std::exp(1.0) - std::exp(-1.0)) / 2}},
+      {"math.cosh", two, {(std::exp(2.0) + std::exp(-2.0)) / 2, (std::exp(1.0) + std::exp(-1.0)) / 2}},
+      {"math.asinh", two, {std::log(2.0 + std::sqrt(5.0)), std::log(1.0 + std::sqrt(2.0))}},
+      {"math.acosh", two, {std::log(2.0 + s3), 0.0}},
+      {"math.atanh", half, {0.5 * std::log(3.0), -0.5 * std::log(3.0), 0.0}}};
+  for (const Case& c : cases) {
+    const Tensor y = RunOnce(c.op, {c.x});
+    EXPECT_EQ(y.dtype(), DType::Float32) << c.op;
+    EXPECT_EQ(y.shape(), c.x.shape()) << c.op;
+    const std::vector<double> got = y.ToDoubles();
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], c.want[i], 1e-6) << c.op << " " << i;
+  }
+}
+
+TEST(TensorElementwiseOps, BitShiftsBroadcast) {
+  const Tensor a = Tensor::FromDoubles(DType::Uint8, {2, 2}, std::vector<double>{1, 255, 16, 3});
+  const Tensor b = Tensor::FromDoubles(DType::Uint8, {2}, std::vector<double>{1, 8});
+  const Tensor l = RunOnce("tensor.bitshift_left", {a, b});
+  EXPECT_EQ(l.dtype(), DType::Uint8);
+  EXPECT_EQ(l.shape(), (Shape{2, 2}));
+  EXPECT_EQ(l.ToDoubles(), (std::vector<double>{2, 0, 32, 0}));  // 255 << 8 and 3 << 8: past u8
+  EXPECT_EQ(RunOnce("tensor.bitshift_right", {a, b}).ToDoubles(), (std::vector<double>{0, 0, 8, 0}));
+  const Tensor s = I32({3}, {-8, -1, 7});
+  EXPECT_EQ(RunOnce("tensor.bitshift_right", {s, I32({3}, {1, 40, 1})}).ToDoubles(),
+            (std::vector<double>{-4, -1, 3}));
+  EXPECT_TRUE(ThrowsError([&] { RunOnce("tensor.bitshift_left", {s, I32({3}, {1, -1, 0})}); },
+                          ErrorCode::InvalidArgument, {"TensorOps.BitShift", "b"}));
+  EXPECT_TRUE(ThrowsError([&] { RunOnce("tensor.bitshift_left", {F32({1}, {1}), F32({1}, {1})}); },
+                          ErrorCode::UnsupportedDType, {"tensor.bitshift_left", "'n'"}));
 }
 
 TEST(TensorElementwiseOps, ErrorsNameTheNodeOrTheMethod) {

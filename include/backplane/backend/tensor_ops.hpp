@@ -22,6 +22,9 @@
 //   ScatterElements: out = data, then out[o, idx[o, k, j], j] (op)= upd[o, k, j] in row-major order.
 //   ScatterND:      out = data, then out[idx[n, :depth], ...] (op)= upd[n, ...] for n in order.
 //   GatherND:       out[b, n, ...] = in[b, idx[b, n, :depth], ...].
+//   Trig:           tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, elementwise on floats.
+//   BitShift:       out[i] = a[i] << b[i] (or >>) on integers; a shift of the bit width or more
+//                   gives 0 (an arithmetic right shift of a negative value: -1); b < 0 is invalid.
 #pragma once
 
 #include <cstdint>
@@ -73,6 +76,17 @@ enum class ScatterReduction : int32_t { None, Add, Mul };
 struct ScatterConfig {
   ScatterReduction Reduction = ScatterReduction::None;
 };
+enum class TrigOp : int32_t { Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh };
+struct TrigConfig {
+  TrigOp Op = TrigOp::Tan;
+};
+struct BitShiftConfig {
+  bool Left = true;  // false: right (logical for unsigned, arithmetic for signed)
+};
+
+// The integer dtypes (BitShift).
+inline constexpr DTypeSet kIntegerDTypes{DType::Int64,  DType::Int32,  DType::Int16,  DType::Int8,
+                                         DType::Uint64, DType::Uint32, DType::Uint16, DType::Uint8};
 
 #define BP_RET_Compare void
 #define BP_PARAMS_Compare \
@@ -155,6 +169,15 @@ struct ScatterConfig {
       int64_t batch, int64_t count, int64_t depth, DType dtype
 #define BP_ARGS_GatherND in, indices, out, dims, rank, batch, count, depth, dtype
 
+#define BP_RET_Trig void
+#define BP_PARAMS_Trig const TrigConfig &config, const void *in, void *out, int64_t count, DType dtype
+#define BP_ARGS_Trig config, in, out, count, dtype
+
+#define BP_RET_BitShift void
+#define BP_PARAMS_BitShift \
+  const BitShiftConfig &config, const void *a, const void *b, void *out, int64_t count, DType dtype
+#define BP_ARGS_BitShift config, a, b, out, count, dtype
+
 // X(Surface, Method, Family, accepted DTypes)
 #define BP_SURFACE_TENSOR_OPS(X)                                        \
   X(TensorOps, Compare, Compare, kTensorDTypesAndBool)                  \
@@ -171,7 +194,9 @@ struct ScatterConfig {
   X(TensorOps, TopK, TopK, kTensorDTypes)                               \
   X(TensorOps, ScatterElements, ScatterElements, kTensorDTypes)         \
   X(TensorOps, ScatterND, ScatterND, kTensorDTypes)                     \
-  X(TensorOps, GatherND, GatherND, kTensorDTypesAndBool)
+  X(TensorOps, GatherND, GatherND, kTensorDTypesAndBool)    \
+  X(TensorOps, Trig, Trig, kFloatDTypes)                                \
+  X(TensorOps, BitShift, BitShift, kIntegerDTypes)
 
 class TensorOpsSurface {
  public:

@@ -1,6 +1,6 @@
 // Graph-level lowerings of the TensorOps elementwise half: comparisons and logic (bool outputs),
-// tensor.where (three-way broadcast), tensor.cast, tensor.pow, tensor.mod, the roundings and
-// math.erf. Binary ops and Where broadcast as NumPy; bool tensors are bit-packed.
+// tensor.where (three-way broadcast), tensor.cast, tensor.pow, tensor.mod, the roundings,
+// math.erf, the Trig functions (math.tan ... math.atanh) and tensor.bitshift_left/right. Binary ops and Where broadcast as NumPy; bool tensors are bit-packed.
 #include <fmt/format.h>
 
 #include "runtime/ops/lowering.hpp"
@@ -114,6 +114,19 @@ OpImpl Round(RoundOp op) {
                      kFloatDTypes);
 }
 
+OpImpl Trig(TrigOp op) {
+  return UnaryOpImpl([op](Backend& b, void* dst, const void* src, int64_t n,
+                          DType d) { b.TensorOps().Trig(TrigConfig{op}, src, dst, n, d); },
+                     kFloatDTypes);
+}
+
+OpImpl BitShift(bool left) {
+  return Binary(kIntegerDTypes, DType::Invalid,
+                [left](OpContext& ctx, const void* a, const void* b, void* out, int64_t n, DType d) {
+                  ctx.backend.TensorOps().BitShift(BitShiftConfig{left}, a, b, out, n, d);
+                });
+}
+
 }  // namespace
 
 void RegisterTensorElementwiseOps(OpRegistry& r) {
@@ -136,6 +149,17 @@ void RegisterTensorElementwiseOps(OpRegistry& r) {
   r.Add("tensor.round", Round(RoundOp::HalfToEven));
   r.Add("tensor.trunc", Round(RoundOp::Trunc));
   r.Add("math.erf", Round(RoundOp::Erf));
+  r.Add("math.tan", Trig(TrigOp::Tan));
+  r.Add("math.asin", Trig(TrigOp::Asin));
+  r.Add("math.acos", Trig(TrigOp::Acos));
+  r.Add("math.atan", Trig(TrigOp::Atan));
+  r.Add("math.sinh", Trig(TrigOp::Sinh));
+  r.Add("math.cosh", Trig(TrigOp::Cosh));
+  r.Add("math.asinh", Trig(TrigOp::Asinh));
+  r.Add("math.acosh", Trig(TrigOp::Acosh));
+  r.Add("math.atanh", Trig(TrigOp::Atanh));
+  r.Add("tensor.bitshift_left", BitShift(true));
+  r.Add("tensor.bitshift_right", BitShift(false));
 }
 
 }  // namespace backplane::runtime::ops
