@@ -264,8 +264,12 @@ std::vector<std::string> ShapeDefiningInputNames(const std::string& path) {
     if (!IsDefaultDomain(node.domain())) continue;
     if (node.op_type() == "Resize") {
       for (int i = 1; i <= 3; ++i) add(node, i);
-    } else if (node.op_type() == "Upsample") {
-      add(node, 1);
+    } else if (node.op_type() == "Upsample" || node.op_type() == "OneHot") {
+      add(node, 1);  // scales; depth
+    } else if (node.op_type() == "Range") {
+      for (int i = 0; i <= 2; ++i) add(node, i);  // start, limit, delta set the length
+    } else if (node.op_type() == "MelWeightMatrix") {
+      for (int i = 0; i <= 4; ++i) add(node, i);  // every input shapes or defines the matrix
     }
   }
   return names;

@@ -101,11 +101,19 @@ void Hardmax(Context& ctx, bool coerce_2d) {
 void OneHot(Context& ctx) {
   ctx.AllowAttrs({"axis"});
   const Value& idx = ctx.In(0);
-  const std::vector<int64_t> depth_values = ctx.ConstInts(1, "the output's new axis size");
-  if (depth_values.size() != 1 || depth_values[0] <= 0) ctx.Invalid("input 'depth' must be one positive value");
-  const int64_t depth = depth_values[0];
-  const Tensor values = ctx.RequireConst(2, "the off and on values");
-  if (values.numel() != 2) ctx.Invalid(fmt::format("input 'values' must hold 2 values (off, on), got {}", values.numel()));
+  // depth may be any numeric type; a float one is cast to int64 (truncated), as the spec says.
+  const Tensor depth_tensor = ctx.RequireConst(1, "the output's new axis size");
+  if (depth_tensor.numel() != 1) ctx.Invalid(fmt::format("input 'depth' must hold one value, got {}", depth_tensor.numel()));
+  const double depth_value = depth_tensor.dtype() == DType::Int64 ? static_cast<double>(depth_tensor.data_as<int64_t>()[0])
+                                                                   : depth_tensor.GetDouble(0);
+  if (!(depth_value >= 1 && depth_value < 9.007199254740992e15)) {
+    ctx.Invalid(fmt::format("input 'depth' must be a positive value, got {}", depth_value));
+  }
+  const int64_t depth = static_cast<int64_t>(depth_value);
+  const Value& values = ctx.In(2);
+  if (values.rank() != 1 || !values.is_static() || values.shape()[0] != 2) {
+    ctx.Invalid("input 'values' must have shape [2] (off, on)");
+  }
   const int64_t r = idx.rank();
   const int64_t axis = NormalizeAxis(ctx, ctx.AttrInt("axis", -1), r + 1, "attribute 'axis'");
   std::string index = ctx.Input(0);
@@ -116,8 +124,15 @@ void OneHot(Context& ctx) {
   const std::string direct = ctx.Op("tensor.equal", {index, Iota(ctx, r + 1, axis, depth, 0)});
   const std::string from_end = ctx.Op("tensor.equal", {index, Iota(ctx, r + 1, axis, depth, -depth)});
   const std::string hit = ctx.Op("tensor.logical_or", {direct, from_end});
-  ctx.Op("tensor.where", {hit, ctx.Scalar(values.GetDouble(1), values.dtype()), ctx.Scalar(values.GetDouble(0), values.dtype())},
-         {}, ctx.Output(0));
+  std::string on, off;
+  if (values.constant) {
+    on = ctx.Scalar(values.constant->GetDouble(1), values.dtype);
+    off = ctx.Scalar(values.constant->GetDouble(0), values.dtype);
+  } else {
+    on = TakeAlong(ctx, ctx.Input(2), 0, 1);
+    off = TakeAlong(ctx, ctx.Input(2), 0, 0);
+  }
+  ctx.Op("tensor.where", {hit, on, off}, {}, ctx.Output(0));
 }
 
 // Pad (constant, edge, reflect) one axis at a time: slices of the input (negative pads crop) and

@@ -66,7 +66,7 @@ std::map<std::string, StructuredValue::Kind> GraphValueKinds(const std::string& 
 // Distinct op types of the model's graph, in first-use order.
 std::vector<std::string> ModelOpTypes(const std::string& path);
 // Graph inputs that feed a position defining a node's output shape or sampling grid (Resize's roi,
-// scales and sizes, Upsample's scales), which the lowerings need at import time.
+// scales and sizes, Upsample's scales, OneHot's depth, Range's and MelWeightMatrix's inputs), which the lowerings need at import time.
 std::vector<std::string> ShapeDefiningInputNames(const std::string& path);
 
 // Sets every parameter of `result.graph` to read `tensor file` (relative to the graph file), as

@@ -13,7 +13,8 @@ struct NodeTestOptions {
   double atol = 1e-5;
   // Integer- and bool-typed graph inputs are bound as import-time constants (Backplane ops take shapes,
   // axes and indices as attributes, where ONNX often passes them as tensors), and so are float inputs
-  // that define an output shape or sampling grid (Resize's roi, scales and sizes, Upsample's scales).
+  // that define an output shape or sampling grid (Resize's roi, scales and sizes, Upsample's scales,
+  // OneHot's depth, Range's and MelWeightMatrix's inputs).
   bool bind_integer_inputs = true;
 };
 
