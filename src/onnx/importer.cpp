@@ -28,13 +28,20 @@ constexpr uint64_t kMaxProtoBytes = (uint64_t{1} << 31) - 1;
 }
 
 bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
 
 int64_t DefaultOpset(const ::onnx::ModelProto& m, const std::string& model) {
   int64_t opset = -1;
   for (const auto& o : m.opset_import()) {
     if (IsDefaultDomain(o.domain())) opset = o.version();
   }
-  if (opset < 0) Fail(ErrorCode::NotImplemented, model, "imports no opset of the default domain ('' / ai.onnx)");
+  if (opset < 0) {
+    // A model of training-domain nodes only (ai.onnx.preview.training) needs no default opset.
+    for (const auto& o : m.opset_import()) {
+      if (o.domain() == kTrainingDomain) return kMaxOpset;
+    }
+    Fail(ErrorCode::NotImplemented, model, "imports no opset of the default domain ('' / ai.onnx)");
+  }
   if (opset < kMinOpset || opset > kMaxOpset) {
     Fail(ErrorCode::NotImplemented, model,
          fmt::format("opset {} of the default domain is not supported (supported: {} to {})", opset, kMinOpset,
@@ -324,15 +331,22 @@ ImportResult ImportOnnx(const std::string& path, const ImportOptions& options) {
   for (int i = 0; i < g.node_size(); ++i) {
     const ::onnx::NodeProto& node = g.node(i);
     ctx.BeginNode(node, i);
+    int64_t domain_version = -1;
     if (!IsDefaultDomain(node.domain())) {
-      int64_t version = -1;
       for (const auto& o : m.opset_import()) {
-        if (o.domain() == node.domain()) version = o.version();
+        if (o.domain() == node.domain()) domain_version = o.version();
       }
-      ctx.Unsupported(fmt::format("domain '{}' (opset {}) is not supported; only the default domain is", node.domain(), version));
+      if (node.domain() != kTrainingDomain) {
+        ctx.Unsupported(fmt::format("domain '{}' (opset {}) is not supported; only the default domain and {} are",
+                                    node.domain(), domain_version, kTrainingDomain));
+      }
     }
     if (seen_types.insert(node.op_type()).second) result.op_types.push_back(node.op_type());
-    LowerNode(ctx);
+    if (node.domain() == kTrainingDomain) {
+      LowerTrainingNode(ctx, domain_version);
+    } else {
+      LowerNode(ctx);
+    }
     for (const std::string& out : node.output()) {
       if (!out.empty() && !ctx.Has(out)) ctx.Invalid(fmt::format("the lowering did not define output '{}'", out));
     }

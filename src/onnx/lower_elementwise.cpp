@@ -176,6 +176,14 @@ void ClipWith(Context& ctx, const std::string& lo, const std::string& hi) {
     ctx.Alias(y, ctx.Output(0));
     return;
   }
+  if (IsInteger(ctx.In(0).dtype)) {
+    // Integers: selects (math.maximum / minimum take floats only).
+    if (!lo.empty()) {
+      y = ctx.Op("tensor.where", {ctx.Op("tensor.less", {y, lo}), lo, y}, {}, hi.empty() ? ctx.Output(0) : "");
+    }
+    if (!hi.empty()) ctx.Op("tensor.where", {ctx.Op("tensor.greater", {y, hi}), hi, y}, {}, ctx.Output(0));
+    return;
+  }
   if (!lo.empty()) y = ctx.Op("math.maximum", {y, lo}, {}, hi.empty() ? ctx.Output(0) : "");
   if (!hi.empty()) ctx.Op("math.minimum", {y, hi}, {}, ctx.Output(0));
 }

@@ -42,6 +42,8 @@ void AddSpectralOps(std::vector<OpEntry>& table);           // lower_spectral.cp
 void AddRecurrentOps(std::vector<OpEntry>& table);          // lower_recurrent.cpp
 void AddEinsumOps(std::vector<OpEntry>& table);             // lower_einsum.cpp
 void AddMathOps(std::vector<OpEntry>& table);               // lower_math.cpp
+// Lowers the current node of domain ai.onnx.preview.training at `version` (lower_training.cpp).
+void LowerTrainingNode(Context& ctx, int64_t version);
 
 // Imports subgraph `g` (a branch or a body) with its inputs bound to `inputs` (value names, tensors
 // or composites; the count must match) and returns the value names of its outputs. The subgraph's
