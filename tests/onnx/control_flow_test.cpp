@@ -14,6 +14,7 @@
 #include "backplane/error.hpp"
 #include "backplane/onnx/importer.hpp"
 #include "backplane/runtime/executor.hpp"
+#include "model_builder.hpp"
 
 namespace backplane::onnx {
 namespace {
@@ -23,6 +24,9 @@ using ::onnx::AttributeProto;
 using ::onnx::GraphProto;
 using ::onnx::NodeProto;
 using ::onnx::TensorProto;
+
+const ModelOptions kControl{.graph_name = "control", .save_dir = "backplane_onnx_control_tests", .ir_version = 8, .node_name = "",
+                                .node_outputs_are_graph_outputs = false};
 
 void AddInput(GraphProto& g, const std::string& name, std::vector<int64_t> dims, int elem = TensorProto::FLOAT) {
   auto* t = g.add_input();
@@ -60,46 +64,6 @@ void AddInit(GraphProto& g, const std::string& name, std::vector<int64_t> dims, 
   }
 }
 
-void AttrInt(NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::INT);
-  a->set_i(v);
-}
-void AttrInts(NodeProto* n, const std::string& name, std::vector<int64_t> v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-GraphProto* AttrGraph(NodeProto* n, const std::string& name) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(AttributeProto::GRAPH);
-  a->mutable_g()->set_name(name);
-  return a->mutable_g();
-}
-
-struct Model {
-  ::onnx::ModelProto m;
-  explicit Model(int64_t opset) {
-    m.set_ir_version(8);
-    auto* o = m.add_opset_import();
-    o->set_domain("");
-    o->set_version(opset);
-    m.mutable_graph()->set_name("control");
-  }
-  GraphProto& g() { return *m.mutable_graph(); }
-  std::string Save(const std::string& file) {
-    const fs::path dir = fs::temp_directory_path() / "backplane_onnx_control_tests";
-    fs::create_directories(dir);
-    const std::string path = (dir / file).string();
-    std::ofstream f(path, std::ios::binary);
-    m.SerializeToOstream(&f);
-    return path;
-  }
-};
-
 Tensor F32(Shape shape, std::vector<double> v) { return Tensor::FromDoubles(DType::Float32, std::move(shape), v); }
 
 std::map<std::string, Tensor> RunImported(const std::string& path, const std::map<std::string, Tensor>& inputs,
@@ -132,7 +96,7 @@ std::string ErrorOf(Fn fn, ErrorCode code) {
 
 // If with an initializer condition: only the taken branch is imported; it reads the outer x.
 std::string IfModel(bool cond, bool runtime_cond) {
-  Model b(13);
+  ModelBuilder b(13, kControl);
   AddInput(b.g(), "x", {3});
   if (runtime_cond) {
     AddInput(b.g(), "c", {}, TensorProto::BOOL);
@@ -166,7 +130,7 @@ TEST(OnnxControlFlow, IfWithRuntimeConditionIsRefused) {
 // Loop with a trip count: y <- y * k (k an outer initializer), scan output each y. The body's
 // local 't' shadows the outer 't', which must keep its own value.
 std::string LoopModel(int64_t trip, bool runtime_cond) {
-  Model b(13);
+  ModelBuilder b(13, kControl);
   AddInput(b.g(), "y0", {2});
   AddInput(b.g(), "flag", {}, TensorProto::BOOL);
   AddInit(b.g(), "m", {}, {static_cast<double>(trip)}, TensorProto::INT64);
@@ -195,7 +159,7 @@ TEST(OnnxControlFlow, LoopUnrollsCarriedAndScanOutputs) {
 
 TEST(OnnxControlFlow, LoopStopsWhenTheConditionFoldsFalse) {
   // No trip count; cond_out = i < 2, so iterations 0, 1, 2 run (the third yields false).
-  Model b(13);
+  ModelBuilder b(13, kControl);
   AddInput(b.g(), "y0", {1});
   AddInit(b.g(), "two", {}, {2}, TensorProto::INT64);
   AddInit(b.g(), "cond", {}, {1}, TensorProto::BOOL);
@@ -223,7 +187,7 @@ TEST(OnnxControlFlow, LoopErrors) {
 
 // Scan (opset 11): running sum over x's rows in reverse, scan output stacked along axis 1.
 TEST(OnnxControlFlow, ScanReverseWithOutputAxis) {
-  Model b(11);
+  ModelBuilder b(11, kControl);
   AddInput(b.g(), "s0", {2});
   AddInput(b.g(), "x", {3, 2});
   auto* n = AddNode(b.g(), "Scan", {"s0", "x"}, {"s", "z"});
@@ -246,7 +210,7 @@ TEST(OnnxControlFlow, ScanReverseWithOutputAxis) {
 }
 
 TEST(OnnxSequences, SplitAtEraseConcat) {
-  Model b(13);
+  ModelBuilder b(13, kControl);
   AddInput(b.g(), "x", {3, 2});
   AddInit(b.g(), "last", {}, {-1}, TensorProto::INT64);
   AddInit(b.g(), "first", {}, {0}, TensorProto::INT64);
@@ -271,7 +235,7 @@ TEST(OnnxSequences, SplitAtEraseConcat) {
 }
 
 TEST(OnnxSequences, StructuredInputsAndOutputs) {
-  Model b(16);
+  ModelBuilder b(16, kControl);
   AddSequenceInput(b.g(), "xs");
   AddInit(b.g(), "one", {}, {1}, TensorProto::INT64);
   AddNode(b.g(), "SequenceAt", {"xs", "one"}, {"x1"});
@@ -305,7 +269,7 @@ TEST(OnnxSequences, StructuredInputsAndOutputs) {
 }
 
 TEST(OnnxSequences, EmptyOptionalAndOutOfRangePosition) {
-  Model b(16);
+  ModelBuilder b(16, kControl);
   AddInput(b.g(), "x", {2});
   auto* opt = AddNode(b.g(), "Optional", {}, {"none"});
   auto* a = opt->add_attribute();
@@ -319,7 +283,7 @@ TEST(OnnxSequences, EmptyOptionalAndOutOfRangePosition) {
   std::string msg = ErrorOf([&] { ImportOnnx(b.Save("opt_none.onnx")); }, ErrorCode::InvalidArgument);
   EXPECT_NE(msg.find("(OptionalGetElement): input 0 'none' is an empty optional"), std::string::npos) << msg;
 
-  Model c(13);
+  ModelBuilder c(13, kControl);
   AddInput(c.g(), "x", {2});
   AddInit(c.g(), "p", {}, {2}, TensorProto::INT64);
   AddNode(c.g(), "SequenceConstruct", {"x", "x"}, {"s"});

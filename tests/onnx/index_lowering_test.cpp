@@ -16,80 +16,13 @@
 #include "backplane/error.hpp"
 #include "backplane/onnx/importer.hpp"
 #include "backplane/runtime/executor.hpp"
+#include "model_builder.hpp"
 
 namespace backplane::onnx {
 namespace {
 
 namespace fs = std::filesystem;
 using ::onnx::TensorProto;
-
-// A model under construction, written to a temporary file by Save().
-struct ModelBuilder {
-  ::onnx::ModelProto m;
-  explicit ModelBuilder(int64_t opset) {
-    m.set_ir_version(8);
-    auto* o = m.add_opset_import();
-    o->set_domain("");
-    o->set_version(opset);
-    m.mutable_graph()->set_name("test");
-  }
-  ::onnx::GraphProto& g() { return *m.mutable_graph(); }
-  void Input(const std::string& name, std::vector<std::string> dims, int elem = TensorProto::FLOAT) {
-    auto* v = g().add_input();
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(elem);
-    auto* shape = t->mutable_shape();
-    for (const std::string& d : dims) {
-      auto* dim = shape->add_dim();
-      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) {
-        dim->set_dim_value(std::stoll(d));
-      } else if (!d.empty()) {
-        dim->set_dim_param(d);
-      }
-    }
-  }
-  void Output(const std::string& name) { g().add_output()->set_name(name); }
-  TensorProto* Init(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-    TensorProto* t = g().add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float v : values) t->add_float_data(v);
-    return t;
-  }
-  void InitInts(const std::string& name, std::vector<int64_t> values) {
-    TensorProto* t = g().add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t->add_int64_data(v);
-  }
-  ::onnx::NodeProto* Node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
-                          const std::string& name = "") {
-    auto* n = g().add_node();
-    n->set_op_type(op);
-    n->set_name(name.empty() ? out.at(0) : name);
-    for (const auto& s : in) n->add_input(s);
-    for (const auto& s : out) n->add_output(s);
-    return n;
-  }
-  std::string Save(const std::string& file) {
-    const fs::path dir = fs::temp_directory_path() / "backplane_onnx_tests";
-    fs::create_directories(dir);
-    const std::string path = (dir / file).string();
-    std::ofstream f(path, std::ios::binary);
-    m.SerializeToOstream(&f);
-    return path;
-  }
-};
-
-void AttrInt(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
 
 Tensor F32(Shape shape, std::vector<double> v) { return Tensor::FromDoubles(DType::Float32, std::move(shape), v); }
 

@@ -13,6 +13,7 @@
 #include "backplane/error.hpp"
 #include "backplane/onnx/importer.hpp"
 #include "backplane/runtime/executor.hpp"
+#include "model_builder.hpp"
 
 namespace backplane::onnx {
 namespace {
@@ -20,63 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::onnx::TensorProto;
 
-struct Model {
-  ::onnx::ModelProto m;
-  explicit Model(int64_t opset) {
-    m.set_ir_version(8);
-    auto* o = m.add_opset_import();
-    o->set_domain("");
-    o->set_version(opset);
-    m.mutable_graph()->set_name("test");
-  }
-  ::onnx::GraphProto& g() { return *m.mutable_graph(); }
-  void Input(const std::string& name, const std::vector<int64_t>& dims, int elem = TensorProto::FLOAT) {
-    auto* t = g().add_input();
-    t->set_name(name);
-    auto* tt = t->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(elem);
-    tt->mutable_shape();  // a scalar still has a (rank-0) shape
-    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-  }
-  // An initializer of any integer or float ONNX type, values in int32_data / float_data / int64_data.
-  void Init(const std::string& name, const std::vector<int64_t>& dims, int elem, const std::vector<double>& values) {
-    TensorProto* t = g().add_initializer();
-    t->set_name(name);
-    t->set_data_type(elem);
-    for (int64_t d : dims) t->add_dims(d);
-    for (double v : values) {
-      if (elem == TensorProto::FLOAT) t->add_float_data(static_cast<float>(v));
-      else if (elem == TensorProto::INT64) t->add_int64_data(static_cast<int64_t>(v));
-      else t->add_int32_data(static_cast<int32_t>(v));
-    }
-  }
-  ::onnx::NodeProto* Node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out) {
-    auto* n = g().add_node();
-    n->set_op_type(op);
-    n->set_name(out.at(0));
-    for (const auto& s : in) n->add_input(s);
-    for (const auto& s : out) {
-      n->add_output(s);
-      g().add_output()->set_name(s);
-    }
-    return n;
-  }
-  std::string Save(const std::string& file) {
-    const fs::path dir = fs::temp_directory_path() / "backplane_onnx_quant_tests";
-    fs::create_directories(dir);
-    const std::string path = (dir / file).string();
-    std::ofstream f(path, std::ios::binary);
-    m.SerializeToOstream(&f);
-    return path;
-  }
-};
-
-void AttrInt(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
+const ModelOptions kQuant{.graph_name = "test", .save_dir = "backplane_onnx_quant_tests", .ir_version = 8, .node_name = "",
+                              .node_outputs_are_graph_outputs = true};
 
 std::map<std::string, Tensor> RunModel(const std::string& path, const std::map<std::string, Tensor>& inputs) {
   ImportResult r = ImportOnnx(path);
@@ -106,7 +52,7 @@ std::string ErrorOf(const std::string& path) {
 
 // Per-axis int8: halves round to even, then the zero point is added and the sum saturates.
 TEST(OnnxQuant, QuantizeLinearPerAxisRoundsHalfToEvenAndSaturates) {
-  Model b(13);
+  ModelBuilder b(13, kQuant);
   b.Input("x", {2, 3});
   b.Init("s", {3}, TensorProto::FLOAT, {1, 1, 0.5});
   b.Init("zp", {3}, TensorProto::INT8, {0, 1, -2});
@@ -117,7 +63,7 @@ TEST(OnnxQuant, QuantizeLinearPerAxisRoundsHalfToEvenAndSaturates) {
 }
 
 TEST(OnnxQuant, DequantizeLinearPerTensorWithRuntimeScale) {
-  Model b(13);
+  ModelBuilder b(13, kQuant);
   b.Init("x", {3}, TensorProto::UINT8, {0, 128, 255});
   b.Input("s", {});
   b.Init("zp", {}, TensorProto::UINT8, {128});
@@ -128,7 +74,7 @@ TEST(OnnxQuant, DequantizeLinearPerTensorWithRuntimeScale) {
 
 // y_scale = (max(0, max x) - min(0, min x)) / 255 = 2; zero point round(2 / 2) = 1.
 TEST(OnnxQuant, DynamicQuantizeLinearRangeIncludesZero) {
-  Model b(11);
+  ModelBuilder b(11, kQuant);
   b.Input("x", {4});
   b.Node("DynamicQuantizeLinear", {"x"}, {"y", "scale", "zp"});
   const auto out = RunModel(b.Save("dyn.onnx"), {{"x", F32({4}, {-2, 0, 3, 508})}});
@@ -139,7 +85,7 @@ TEST(OnnxQuant, DynamicQuantizeLinearRangeIncludesZero) {
 
 // (A - a_zp per row) @ (B - b_zp) in int32.
 TEST(OnnxQuant, MatMulIntegerPerRowZeroPoint) {
-  Model b(10);
+  ModelBuilder b(10, kQuant);
   b.Init("a", {2, 2}, TensorProto::UINT8, {1, 2, 3, 4});
   b.Init("bm", {2, 2}, TensorProto::UINT8, {5, 6, 7, 8});
   b.Init("azp", {2}, TensorProto::UINT8, {1, 2});
@@ -150,7 +96,7 @@ TEST(OnnxQuant, MatMulIntegerPerRowZeroPoint) {
 }
 
 TEST(OnnxQuant, UnsupportedZeroPointDTypeIsNamed) {
-  Model b(13);
+  ModelBuilder b(13, kQuant);
   b.Input("x", {2});
   b.Init("s", {}, TensorProto::FLOAT, {1});
   b.Init("zp", {}, TensorProto::INT32, {0});
@@ -162,7 +108,7 @@ TEST(OnnxQuant, UnsupportedZeroPointDTypeIsNamed) {
 
 // DFT of 1, 2, 3, 4: 10, -2 + 2i, -2, -2 - 2i; onesided keeps 3 bins.
 TEST(OnnxSpectral, OnesidedDftOfARealSignal) {
-  Model b(17);
+  ModelBuilder b(17, kQuant);
   b.Input("x", {1, 4, 1});
   AttrInt(b.Node("DFT", {"x"}, {"y"}), "onesided", 1);
   const auto out = RunModel(b.Save("dft.onnx"), {{"x", F32({1, 4, 1}, {1, 2, 3, 4})}});
@@ -172,7 +118,7 @@ TEST(OnnxSpectral, OnesidedDftOfARealSignal) {
 // Inverse over axis 1 of a complex [1, 2, 2, 2] input with dft_length 4 (zero padding): the rows
 // of a length-2 signal (1 + i, 1 - i) padded to 4 points.
 TEST(OnnxSpectral, InverseDftZeroPadsToDftLength) {
-  Model b(17);
+  ModelBuilder b(17, kQuant);
   b.Input("x", {1, 2, 1, 2});
   b.Init("n", {}, TensorProto::INT64, {4});
   AttrInt(b.Node("DFT", {"x", "n"}, {"y"}), "inverse", 1);
@@ -183,7 +129,7 @@ TEST(OnnxSpectral, InverseDftZeroPadsToDftLength) {
 }
 
 TEST(OnnxSpectral, SymmetricHannWindow) {
-  Model b(17);
+  ModelBuilder b(17, kQuant);
   b.Init("n", {}, TensorProto::INT64, {5});
   AttrInt(b.Node("HannWindow", {"n"}, {"w"}), "periodic", 0);
   const auto out = RunModel(b.Save("hann.onnx"), {});
@@ -191,7 +137,7 @@ TEST(OnnxSpectral, SymmetricHannWindow) {
 }
 
 TEST(OnnxSpectral, InverseOnesidedIsRefused) {
-  Model b(17);
+  ModelBuilder b(17, kQuant);
   b.Input("x", {1, 4, 1});
   auto* n = b.Node("DFT", {"x"}, {"y"});
   AttrInt(n, "onesided", 1);

@@ -14,6 +14,7 @@
 #include "backplane/error.hpp"
 #include "backplane/onnx/importer.hpp"
 #include "backplane/runtime/executor.hpp"
+#include "model_builder.hpp"
 
 namespace backplane::onnx {
 namespace {
@@ -21,77 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::onnx::TensorProto;
 
-struct Model {
-  ::onnx::ModelProto m;
-  explicit Model(int64_t opset) {
-    m.set_ir_version(8);
-    auto* o = m.add_opset_import();
-    o->set_domain("");
-    o->set_version(opset);
-    m.mutable_graph()->set_name("test");
-  }
-  ::onnx::GraphProto& g() { return *m.mutable_graph(); }
-  void Input(const std::string& name, std::vector<int64_t> dims) {
-    auto* t = g().add_input();
-    t->set_name(name);
-    auto* tt = t->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(TensorProto::FLOAT);
-    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-  }
-  void Output(const std::string& name) { g().add_output()->set_name(name); }
-  void Init(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-    TensorProto* t = g().add_initializer();
-    t->set_name(name);
-    t->set_data_type(TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float v : values) t->add_float_data(v);
-  }
-  void InitInts(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values, int type = TensorProto::INT64) {
-    TensorProto* t = g().add_initializer();
-    t->set_name(name);
-    t->set_data_type(type);
-    for (int64_t d : dims) t->add_dims(d);
-    for (int64_t v : values) {
-      if (type == TensorProto::INT64) t->add_int64_data(v);
-      else t->add_int32_data(static_cast<int32_t>(v));
-    }
-  }
-  ::onnx::NodeProto* Node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
-    auto* n = g().add_node();
-    n->set_op_type(op);
-    n->set_name("n");
-    for (const auto& s : in) n->add_input(s);
-    for (const auto& s : out) n->add_output(s);
-    return n;
-  }
-  std::string Save(const std::string& file) {
-    const fs::path dir = fs::temp_directory_path() / "backplane_onnx_recurrent_tests";
-    fs::create_directories(dir);
-    const std::string path = (dir / file).string();
-    std::ofstream f(path, std::ios::binary);
-    m.SerializeToOstream(&f);
-    return path;
-  }
-};
-
-void Str(::onnx::NodeProto* n, const std::string& name, const std::string& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-void Strs(::onnx::NodeProto* n, const std::string& name, const std::vector<std::string>& v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::STRINGS);
-  for (const auto& s : v) a->add_strings(s);
-}
-void Int(::onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(::onnx::AttributeProto::INT);
-  a->set_i(v);
-}
+const ModelOptions kRecurrent{.graph_name = "test", .save_dir = "backplane_onnx_recurrent_tests", .ir_version = 8, .node_name = "n",
+                                  .node_outputs_are_graph_outputs = false};
 
 Tensor F32(Shape shape, std::vector<double> v) { return Tensor::FromDoubles(DType::Float32, std::move(shape), v); }
 
@@ -121,9 +53,9 @@ std::string ErrorOf(const std::string& path) {
 double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // RNN, hidden 1: h_t = relu(2 x_t + 0.5 h_{t-1} + 1), x = (1, 2).
-Model RnnModel(const std::string& direction) {
+ModelBuilder RnnModel(const std::string& direction) {
   const int64_t dirs = direction == "bidirectional" ? 2 : 1;
-  Model b(14);
+  ModelBuilder b(14, kRecurrent);
   b.Input("x", {2, 1, 1});
   std::vector<float> w(static_cast<size_t>(dirs), 2.0f), r(static_cast<size_t>(dirs), 0.5f), bias;
   for (int64_t d = 0; d < dirs; ++d) bias.insert(bias.end(), {1.0f, 0.0f});
@@ -131,9 +63,9 @@ Model RnnModel(const std::string& direction) {
   b.Init("r", {dirs, 1, 1}, r);
   b.Init("b", {dirs, 2}, bias);
   auto* n = b.Node("RNN", {"x", "w", "r", "b"}, {"y", "y_h"});
-  Str(n, "direction", direction);
-  Strs(n, "activations", std::vector<std::string>(static_cast<size_t>(dirs), "Relu"));
-  Int(n, "hidden_size", 1);
+  AttrString(n, "direction", direction);
+  AttrStrings(n, "activations", std::vector<std::string>(static_cast<size_t>(dirs), "Relu"));
+  AttrInt(n, "hidden_size", 1);
   b.Output("y");
   b.Output("y_h");
   return b;
@@ -153,12 +85,12 @@ TEST(OnnxRecurrent, RnnForwardReverseBidirectional) {
 }
 
 TEST(OnnxRecurrent, RnnRefusesRaggedSequenceLensAndUnknownActivations) {
-  Model b = RnnModel("forward");
+  ModelBuilder b = RnnModel("forward");
   b.g().mutable_node(0)->set_input(3, "b");
   b.g().mutable_node(0)->add_input("lens");
   b.InitInts("lens", {1}, {1}, TensorProto::INT32);
   EXPECT_NE(ErrorOf(b.Save("rnn_lens.onnx")).find("sequence_lens"), std::string::npos);
-  Model c = RnnModel("forward");
+  ModelBuilder c = RnnModel("forward");
   c.g().mutable_node(0)->mutable_attribute(1)->set_strings(0, "Gelu");
   EXPECT_NE(ErrorOf(c.Save("rnn_act.onnx")).find("activation 'Gelu' is not supported"), std::string::npos);
 }
@@ -166,14 +98,14 @@ TEST(OnnxRecurrent, RnnRefusesRaggedSequenceLensAndUnknownActivations) {
 // GRU, hidden 1, R and B zero, W only on the candidate gate: z = r = 1/2, h~ = tanh(x_t),
 // H_t = (h~ + H_{t-1}) / 2 with H_0 = 2. Batch-first layout.
 TEST(OnnxRecurrent, GruClosedFormLayout1) {
-  Model b(14);
+  ModelBuilder b(14, kRecurrent);
   b.Input("x", {1, 2, 1});
   b.Init("w", {1, 3, 1}, {0, 0, 1});
   b.Init("r", {1, 3, 1}, {0, 0, 0});
   b.Init("h0", {1, 1, 1}, {2});
   auto* n = b.Node("GRU", {"x", "w", "r", "", "", "h0"}, {"y", "y_h"});
-  Int(n, "hidden_size", 1);
-  Int(n, "layout", 1);
+  AttrInt(n, "hidden_size", 1);
+  AttrInt(n, "layout", 1);
   b.Output("y");
   b.Output("y_h");
   const auto out = RunModel(b.Save("gru.onnx"), {{"x", F32({1, 2, 1}, {0.5, -1})}});
@@ -185,14 +117,14 @@ TEST(OnnxRecurrent, GruClosedFormLayout1) {
 // LSTM, hidden 1, zero weights: i = o = 1/2, c~ = 0, a forget peephole of 1: f = sigmoid(C_{t-1}),
 // C_t = f C_{t-1}, H_t = tanh(C_t) / 2, with C_0 = 2.
 TEST(OnnxRecurrent, LstmPeepholeClosedForm) {
-  Model b(14);
+  ModelBuilder b(14, kRecurrent);
   b.Input("x", {2, 1, 1});
   b.Init("w", {1, 4, 1}, {0, 0, 0, 0});
   b.Init("r", {1, 4, 1}, {0, 0, 0, 0});
   b.Init("c0", {1, 1, 1}, {2});
   b.Init("p", {1, 3}, {0, 0, 1});
   auto* n = b.Node("LSTM", {"x", "w", "r", "", "", "", "c0", "p"}, {"y", "y_h", "y_c"});
-  Int(n, "hidden_size", 1);
+  AttrInt(n, "hidden_size", 1);
   b.Output("y");
   b.Output("y_h");
   b.Output("y_c");
@@ -204,7 +136,7 @@ TEST(OnnxRecurrent, LstmPeepholeClosedForm) {
 }
 
 std::map<std::string, Tensor> Einsum(const std::string& eq, const std::vector<std::pair<std::string, Tensor>>& ins) {
-  Model b(12);
+  ModelBuilder b(12, kRecurrent);
   std::vector<std::string> names;
   std::map<std::string, Tensor> feeds;
   for (const auto& [name, t] : ins) {
@@ -213,7 +145,7 @@ std::map<std::string, Tensor> Einsum(const std::string& eq, const std::vector<st
     feeds.emplace(name, t);
   }
   auto* n = b.Node("Einsum", names, {"y"});
-  Str(n, "equation", eq);
+  AttrString(n, "equation", eq);
   b.Output("y");
   return RunModel(b.Save("einsum.onnx"), feeds);
 }
@@ -243,11 +175,11 @@ TEST(OnnxEinsum, HandComputedCases) {
 
 TEST(OnnxPad, ConstantEdgeReflect) {
   auto pad = [](const std::string& mode, std::vector<int64_t> pads) {
-    Model b(13);
+    ModelBuilder b(13, kRecurrent);
     b.Input("x", {1, 3});
     b.InitInts("pads", {4}, pads);
     auto* n = b.Node("Pad", {"x", "pads"}, {"y"});
-    Str(n, "mode", mode);
+    AttrString(n, "mode", mode);
     b.Output("y");
     return RunModel(b.Save("pad.onnx"), {{"x", F32({1, 3}, {1, 2, 3})}}).at("y");
   };
