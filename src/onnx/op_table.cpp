@@ -34,6 +34,7 @@ const std::vector<OpEntry>& Table() {
     AddRecurrentOps(t);
     AddEinsumOps(t);
     AddMathOps(t);
+    AddTextOps(t);
     return t;
   }();
   return table;

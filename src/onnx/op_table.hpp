@@ -42,6 +42,7 @@ void AddSpectralOps(std::vector<OpEntry>& table);           // lower_spectral.cp
 void AddRecurrentOps(std::vector<OpEntry>& table);          // lower_recurrent.cpp
 void AddEinsumOps(std::vector<OpEntry>& table);             // lower_einsum.cpp
 void AddMathOps(std::vector<OpEntry>& table);               // lower_math.cpp
+void AddTextOps(std::vector<OpEntry>& table);               // lower_text.cpp
 // Lowers the current node of domain ai.onnx.preview.training at `version` (lower_training.cpp).
 void LowerTrainingNode(Context& ctx, int64_t version);
 
