@@ -102,7 +102,7 @@ def write_doc(path, results, args, elapsed):
         "- Integer- and bool-typed graph inputs (shapes, axes, indices, starts/ends, flags) are bound as",
         "  import-time constants, since Backplane ops take them as attributes; so are float inputs in a",
         "  position that defines the output shape or sampling grid (Resize's roi, scales and sizes, Upsample's",
-        "  scales, OneHot's depth, Range's start/limit/delta, MelWeightMatrix's inputs); other float inputs stay runtime inputs.",
+        "  scales, OneHot's depth, Range's start/limit/delta, MelWeightMatrix's inputs) or a hyper-parameter of the catalog op (Dropout's ratio); other float inputs stay runtime inputs.",
         "- Status: *unsupported* = the importer or executor refused an op, attribute, opset or dtype",
         "  (ErrorCode NotImplemented / UnsupportedDType); *failed* = anything else (wrong values,",
         f"  other errors, timeout after {args.timeout} s).",

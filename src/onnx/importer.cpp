@@ -277,6 +277,8 @@ std::vector<std::string> ShapeDefiningInputNames(const std::string& path) {
       for (int i = 0; i <= 2; ++i) add(node, i);  // start, limit, delta set the length
     } else if (node.op_type() == "MelWeightMatrix") {
       for (int i = 0; i <= 4; ++i) add(node, i);  // every input shapes or defines the matrix
+    } else if (node.op_type() == "Dropout") {
+      add(node, 1);  // ratio: the catalog dropout's rate attribute
     }
   }
   return names;

@@ -170,116 +170,6 @@ void Conv(Context& ctx) {
   EmitConv(ctx, ctx.Input(0), ctx.Input(1), ctx.HasInput(2) ? ctx.Input(2) : "", ctx.Output(0));
 }
 
-// A 2-D pool whose padding the catalog pool cannot express (asymmetric, wider than kernel / 2,
-// counted in the average, or ceil_mode's partial last windows): explicit padding (-inf for max,
-// 0 for average), then an unpadded pool. An average divides the pooled sum by the pooled count of
-// what it averages over: the input, plus the explicit pads with count_include_pad (never the
-// ceil_mode extension, as onnxruntime and PyTorch).
-void PaddedPool2D(Context& ctx, bool is_max, const Window& w, const std::vector<int64_t>& extra) {
-  const double fill = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-  auto pad = [&](const std::string& v, double value, double extra_value) {
-    std::string p = PadAxis(ctx, PadAxis(ctx, v, 2, w.begin[0], w.end[0], value), 3, w.begin[1], w.end[1], value);
-    return PadAxis(ctx, PadAxis(ctx, p, 2, 0, extra[0], extra_value), 3, 0, extra[1], extra_value);
-  };
-  const ir::AttrMap attrs = {{"kernel_h", w.kernel[0]}, {"kernel_w", w.kernel[1]}, {"stride_h", w.strides[0]},
-                             {"stride_w", w.strides[1]}};
-  const std::string padded = pad(ctx.Input(0), fill, fill);
-  const bool include_pad = ctx.AttrInt("count_include_pad", 0) != 0;
-  if (is_max || (include_pad && extra[0] == 0 && extra[1] == 0)) {
-    ctx.Op(is_max ? "pooling.max_pool2d" : "pooling.avg_pool2d", {padded}, attrs, ctx.Output(0));
-    return;
-  }
-  const Value& x = ctx.Get(ctx.Input(0));
-  Tensor ones(x.dtype, {1, 1, x.shape()[2], x.shape()[3]});
-  for (int64_t i = 0; i < ones.numel(); ++i) ones.SetDouble(i, 1.0);
-  const std::string mask = pad(ctx.ConstTensor(ones, "mask"), include_pad ? 1.0 : 0.0, 0.0);
-  const std::string sum = ctx.Op("pooling.avg_pool2d", {padded}, attrs);
-  const std::string count = ctx.Op("pooling.avg_pool2d", {mask}, attrs);
-  ctx.Op("math.div", {sum, count}, {}, ctx.Output(0));
-}
-
-// A pool the catalog's 2-D pools cannot express (dilated windows, or 1 or 3 spatial axes with
-// them), for static shapes: explicit padding (-inf for max, 0 for average, plus ceil_mode's end
-// extension), then the maximum or sum over one strided slice per kernel tap. An average divides by
-// the same sum over a constant mask (1 on the input and, with count_include_pad, on the pads).
-void SlicedPool(Context& ctx, bool is_max, const Window& w) {
-  const Value& x = ctx.In(0);
-  if (!x.is_static()) ctx.Unsupported("dilated and 3-D pooling need a static input shape");
-  const Shape in = x.shape();
-  const size_t r = w.kernel.size();
-  if (in.size() != r + 2) ctx.Invalid(fmt::format("a {}-D pool needs a rank-{} input", r, r + 2));
-  const bool ceil = ctx.AttrInt("ceil_mode", 0) != 0;
-  std::vector<int64_t> out(r), extra(r, 0);
-  int64_t taps = 1;
-  for (size_t i = 0; i < r; ++i) {
-    const int64_t span = (w.kernel[i] - 1) * w.dilations[i] + 1, padded = in[i + 2] + w.begin[i] + w.end[i];
-    const int64_t s = w.strides[i];
-    if (w.kernel[i] < 1 || s < 1 || w.dilations[i] < 1) ctx.Invalid("kernel, strides and dilations must be positive");
-    if (padded < span) ctx.Invalid(fmt::format("the window ({}) exceeds the padded input ({}) on spatial axis {}", span, padded, i));
-    out[i] = (padded - span + (ceil ? s - 1 : 0)) / s + 1;
-    if (ceil && (out[i] - 1) * s >= in[i + 2] + w.begin[i]) --out[i];
-    extra[i] = std::max<int64_t>(0, (out[i] - 1) * s + span - padded);
-    taps *= w.kernel[i];
-  }
-  if (taps > 343) ctx.Unsupported(fmt::format("a dilated or 3-D pool window of {} taps (at most 343)", taps));
-  const double fill = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-  auto pad = [&](std::string v, double value, double extra_value) {
-    for (size_t i = 0; i < r; ++i) {
-      v = PadAxis(ctx, v, i + 2, w.begin[i], w.end[i], value);
-      v = PadAxis(ctx, v, i + 2, 0, extra[i], extra_value);
-    }
-    return v;
-  };
-  auto reduce = [&](const std::string& v, const char* combine) {
-    std::string acc;
-    std::vector<int64_t> tap(r, 0);
-    for (int64_t t = 0; t < taps; ++t) {
-      std::vector<int64_t> starts, ends, axes;
-      for (size_t i = 0; i < r; ++i) {
-        starts.push_back(tap[i] * w.dilations[i]);
-        ends.push_back(starts.back() + (out[i] - 1) * w.strides[i] + 1);
-        axes.push_back(static_cast<int64_t>(i + 2));
-      }
-      const std::string slice =
-          ctx.Op("shape.slice", {v}, {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", w.strides}});
-      acc = acc.empty() ? slice : ctx.Op(combine, {acc, slice});
-      for (size_t i = r; i-- > 0;) {  // next tap, last axis fastest
-        if (++tap[i] < w.kernel[i]) break;
-        tap[i] = 0;
-      }
-    }
-    return acc;
-  };
-  const std::string padded = pad(ctx.Input(0), fill, fill);
-  if (is_max) {
-    ctx.Alias(reduce(padded, "math.maximum"), ctx.Output(0));
-    return;
-  }
-  Shape ones_shape = in;
-  ones_shape[0] = ones_shape[1] = 1;
-  Tensor ones(x.dtype, ones_shape);
-  for (int64_t i = 0; i < ones.numel(); ++i) ones.SetDouble(i, 1.0);
-  const bool include_pad = ctx.AttrInt("count_include_pad", 0) != 0;
-  const std::string count = reduce(pad(ctx.ConstTensor(ones, "mask"), include_pad ? 1.0 : 0.0, 0.0), "math.add");
-  ctx.Op("math.div", {reduce(padded, "math.add"), count}, {}, ctx.Output(0));
-}
-
-// ceil_mode's extra end padding per spatial axis: the output size rounds up, except that a last
-// window starting past the (padded) input is dropped.
-std::vector<int64_t> CeilExtra(Context& ctx, const Value& x, const Window& w) {
-  std::vector<int64_t> extra(w.kernel.size(), 0);
-  if (ctx.AttrInt("ceil_mode", 0) == 0) return extra;
-  if (!x.is_static()) ctx.Unsupported("ceil_mode needs static spatial dimensions");
-  for (size_t i = 0; i < extra.size(); ++i) {
-    const int64_t in = x.shape()[i + 2], padded = in + w.begin[i] + w.end[i], k = w.kernel[i], s = w.strides[i];
-    if (padded < k) continue;  // the pool's own shape rule reports it
-    int64_t out = (padded - k + s - 1) / s + 1;
-    if ((out - 1) * s >= in + w.begin[i]) --out;
-    extra[i] = std::max<int64_t>(0, (out - 1) * s + k - padded);
-  }
-  return extra;
-}
-
 // ConvTranspose (1-D through a [N, C, 1, L] view, and 2-D; group 1) onto convolution.conv_transpose2d.
 // Asymmetric pads: the unpadded result cropped (pads remove output rows and columns).
 void ConvTranspose(Context& ctx) {
@@ -376,63 +266,57 @@ void ConvTranspose(Context& ctx) {
   ReshapeTo(ctx, y, {yv.dims[0], yv.dims[1], yv.dims[3]}, ctx.Output(0));
 }
 
-// MaxPool / AveragePool over 2-D (1-D through a [N, C, 1, L] view); dilated and 3-D pools through
-// SlicedPool.
+// MaxPool / AveragePool: the plain 2-D float case (symmetric pads <= kernel / 2, no dilation, ceil
+// mode or counted pads) onto the seed's pooling.max_pool2d / avg_pool2d; everything else (1-D and
+// 3-D, dilations, asymmetric or wide pads, ceil_mode, count_include_pad, integer inputs, MaxPool's
+// Indices) onto pooling.max_pool[_with_indices] / pooling.avg_pool.
 void Pool(Context& ctx, bool is_max) {
   if (is_max) {
     ctx.AllowAttrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
-    if (ctx.HasOutput(1)) ctx.Unsupported("output 'Indices' is not supported (the catalog pool returns values only)");
   } else {
-    ctx.AllowAttrs({"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
+    ctx.AllowAttrs({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
   }
   const Value& x = ctx.In(0);
   const auto kernel = ctx.AttrInts("kernel_shape");
   if (!kernel) ctx.Invalid("attribute 'kernel_shape' is required");
-  const std::vector<int64_t> dil = ctx.AttrInts("dilations").value_or(std::vector<int64_t>(kernel->size(), 1));
-  const bool dilated = std::any_of(dil.begin(), dil.end(), [](int64_t d) { return d != 1; });
-  if (kernel->size() == 3 || dilated) {
-    if (kernel->size() < 1 || kernel->size() > 3) ctx.Unsupported(fmt::format("{}-D pooling (1-D to 3-D are supported)", kernel->size()));
-    return SlicedPool(ctx, is_max, ResolveWindow(ctx, x, *kernel, true, /*allow_asymmetric=*/true));
+  if (kernel->empty() || kernel->size() > 3) ctx.Unsupported(fmt::format("{}-D pooling (1-D to 3-D are supported)", kernel->size()));
+  if (x.rank() != static_cast<int64_t>(kernel->size()) + 2) {
+    ctx.Invalid(fmt::format("a {}-D pool needs a rank-{} input, got rank {}", kernel->size(), kernel->size() + 2, x.rank()));
   }
-  const Window w = ResolveWindow(ctx, x, *kernel, false, /*allow_asymmetric=*/kernel->size() == 2);
-  if (kernel->size() == 2) {
-    const std::vector<int64_t> extra = CeilExtra(ctx, x, w);
-    bool explicit_pads = (!is_max && ctx.AttrInt("count_include_pad", 0) != 0) || extra[0] > 0 || extra[1] > 0;
-    for (size_t i = 0; i < w.pads.size(); ++i) explicit_pads = explicit_pads || w.pads[i] < 0 || 2 * w.pads[i] > w.kernel[i];
-    if (explicit_pads) return PaddedPool2D(ctx, is_max, w, extra);
-  } else {
-    ctx.RequireAttrInt("ceil_mode", 0, "ceil_mode is supported on 2-D pools only");
+  const Window w = ResolveWindow(ctx, x, *kernel, true, /*allow_asymmetric=*/true);
+  const bool ceil = ctx.AttrInt("ceil_mode", 0) != 0;
+  const bool include_pad = !is_max && ctx.AttrInt("count_include_pad", 0) != 0;
+  const bool indices = is_max && ctx.HasOutput(1);
+  bool plain = kernel->size() == 2 && IsFloatingPoint(x.dtype) && !ceil && !include_pad && !indices;
+  for (size_t i = 0; i < kernel->size(); ++i) {
+    plain = plain && w.dilations[i] == 1 && w.pads[i] >= 0 && 2 * w.pads[i] <= w.kernel[i];
   }
-  if (!is_max && ctx.AttrInt("count_include_pad", 0) != 0) {
-    for (int64_t p : w.pads) {
-      if (p != 0) ctx.Unsupported("attribute 'count_include_pad' must be 0 when padding (the catalog averages in-bounds taps)");
-    }
-  }
-  for (size_t i = 0; i < w.pads.size(); ++i) {
-    if (2 * w.pads[i] > w.kernel[i]) {
-      ctx.Unsupported(fmt::format("padding {} with kernel {} on spatial axis {} (the catalog pools need pad <= "
-                                  "kernel / 2)",
-                                  w.pads[i], w.kernel[i], i));
-    }
-  }
-  const char* op = is_max ? "pooling.max_pool2d" : "pooling.avg_pool2d";
-  if (kernel->size() == 2) {
-    ctx.Op(op, {ctx.Input(0)},
+  if (plain) {
+    ctx.Op(is_max ? "pooling.max_pool2d" : "pooling.avg_pool2d", {ctx.Input(0)},
            {{"kernel_h", w.kernel[0]}, {"kernel_w", w.kernel[1]}, {"stride_h", w.strides[0]},
             {"stride_w", w.strides[1]}, {"pad_h", w.pads[0]}, {"pad_w", w.pads[1]}},
            ctx.Output(0));
-  } else if (kernel->size() == 1) {
-    if (x.rank() != 3) ctx.Invalid("a 1-D pool needs a rank-3 input");
-    std::vector<ir::Dim> four = {x.dims[0], x.dims[1], {1, ""}, x.dims[2]};
-    const std::string x4 = ReshapeTo(ctx, ctx.Input(0), four);
-    const std::string y4 = ctx.Op(op, {x4},
-                                  {{"kernel_h", int64_t{1}}, {"kernel_w", w.kernel[0]}, {"stride_w", w.strides[0]},
-                                   {"pad_w", w.pads[0]}});
-    const Value& y = ctx.Get(y4);
-    ReshapeTo(ctx, y4, {y.dims[0], y.dims[1], y.dims[3]}, ctx.Output(0));
-  } else {
-    ctx.Unsupported(fmt::format("{}-D pooling (the catalog pools are 2-D)", kernel->size()));
+    return;
   }
+  std::vector<int64_t> pads = w.begin;
+  pads.insert(pads.end(), w.end.begin(), w.end.end());
+  ir::AttrMap attrs = {{"kernel", w.kernel}, {"strides", w.strides}, {"dilations", w.dilations}, {"pads", pads},
+                       {"ceil_mode", ceil}};
+  if (!is_max) {
+    attrs["count_include_pad"] = include_pad;
+    ctx.Op("pooling.avg_pool", {ctx.Input(0)}, attrs, ctx.Output(0));
+    return;
+  }
+  if (!indices) {
+    ctx.Op("pooling.max_pool", {ctx.Input(0)}, attrs, ctx.Output(0));
+    return;
+  }
+  const int64_t order = ctx.AttrInt("storage_order", 0);
+  if (order != 0 && order != 1) ctx.Invalid(fmt::format("attribute 'storage_order' must be 0 or 1, got {}", order));
+  attrs["indices_over"] = std::string("tensor");
+  attrs["storage_order"] = order;
+  ctx.Emit("pooling.max_pool_with_indices", {ctx.Input(0)}, attrs,
+           {ctx.HasOutput(0) ? ctx.Output(0) : ctx.Fresh("pool_values"), ctx.Output(1)});
 }
 
 // MaxUnpool with import-time indices (flat over the whole unpooled tensor, as MaxPool's Indices): every
@@ -703,17 +587,32 @@ void Softmax(Context& ctx, const char* op, bool coerce_2d) {
   ReshapeTo(ctx, y, x.dims, ctx.Output(0));
 }
 
-// Dropout in inference (or training with ratio 0): the identity, and an all-true mask when asked for.
+// Dropout: the identity in inference (or training with ratio 0), with an all-true mask when asked
+// for; training with an import-time ratio > 0 onto math.dropout (its own counter-based mask, so
+// not numpy's draws; no mask output).
 void Dropout(Context& ctx) {
   ctx.AllowAttrs({"ratio", "seed", "is_test"});
+  bool training = false;
+  double ratio = ctx.AttrFloat("ratio", 0.5);
   if (ctx.HasInput(2)) {
     const Tensor t = ctx.RequireConst(2, "training_mode");
     if (t.numel() != 1) ctx.Invalid("input 'training_mode' must be a scalar");
-    const bool zero_ratio = ctx.HasInput(1) && ctx.ConstIn(1) && ctx.ConstIn(1)->numel() == 1 &&
-                            ctx.ConstIn(1)->GetDouble(0) == 0.0;
-    if (t.GetDouble(0) != 0.0 && !zero_ratio) {
-      ctx.Unsupported("input 'training_mode' true needs input 'ratio' 0 known at import time (no random masks)");
-    }
+    training = t.GetDouble(0) != 0.0;
+  }
+  if (training && ctx.HasInput(1)) {
+    const Tensor r = ctx.RequireConst(1, "ratio");
+    if (r.numel() != 1) ctx.Invalid("input 'ratio' must be a scalar");
+    ratio = r.GetDouble(0);
+  } else if (training) {
+    ratio = 0.5;  // the default of input 'ratio'
+  }
+  if (training && !(ratio >= 0.0 && ratio < 1.0)) ctx.Invalid(fmt::format("input 'ratio' must be in [0, 1), got {}", ratio));
+  if (training && ratio > 0.0) {
+    if (ctx.HasOutput(1)) ctx.Unsupported("output 'mask' of a training Dropout with ratio > 0 (math.dropout returns no mask)");
+    ir::AttrMap attrs = {{"p", ratio}, {"training", true}};
+    if (ctx.HasAttr("seed")) attrs["seed"] = ctx.AttrInt("seed", 0);
+    ctx.Op("math.dropout", {ctx.Input(0)}, attrs, ctx.Output(0));
+    return;
   }
   ctx.Alias(ctx.Input(0), ctx.Output(0));
   if (ctx.HasOutput(1)) {

@@ -277,22 +277,60 @@ void CastLike(Context& ctx) {
   CastTo(ctx, ctx.In(1).dtype);
 }
 
-// Gather with constant indices: one slice per index along `axis`, concatenated, then reshaped to
-// data.shape[:axis] + indices.shape + data.shape[axis+1:].
+// Gather of runtime (or many) indices: tensor.gather_nd of one-element index tuples along the
+// leading axis. x is transposed so that `axis` leads, the indices get a trailing axis of 1, and the
+// gathered [indices..., other axes...] is transposed to data.shape[:axis] + indices.shape +
+// data.shape[axis+1:].
+void GatherByTuples(Context& ctx, int64_t axis) {
+  const Value& data = ctx.In(0);
+  const Value& idx = ctx.In(1);
+  if (idx.dtype != DType::Int64 && idx.dtype != DType::Int32) {
+    ctx.Invalid(fmt::format("input 'indices' must be int32 or int64, got {}", DTypeName(idx.dtype)));
+  }
+  const int64_t r = data.rank(), q = idx.rank();
+  std::string x = ctx.Input(0);
+  if (axis != 0) {
+    std::vector<int64_t> perm = {axis};
+    for (int64_t i = 0; i < r; ++i) {
+      if (i != axis) perm.push_back(i);
+    }
+    x = ctx.Op("shape.transpose", {x}, {{"perm", perm}});
+  }
+  std::vector<ir::Dim> tuple_dims = idx.dims;
+  tuple_dims.push_back({1, ""});
+  const std::string tuples = ReshapeTo(ctx, ctx.Input(1), tuple_dims);
+  if (axis == 0) {
+    ctx.Op("tensor.gather_nd", {x, tuples}, {{"batch_dims", int64_t{0}}}, ctx.Output(0));
+    return;
+  }
+  const std::string g = ctx.Op("tensor.gather_nd", {x, tuples}, {{"batch_dims", int64_t{0}}});
+  std::vector<int64_t> back;
+  for (int64_t i = 0; i < axis; ++i) back.push_back(q + i);
+  for (int64_t i = 0; i < q; ++i) back.push_back(i);
+  for (int64_t i = axis + 1; i < r; ++i) back.push_back(q + i - 1);
+  ctx.Op("shape.transpose", {g}, {{"perm", back}}, ctx.Output(0));
+}
+
+// Gather: constant data and indices fold; a few constant indices become one slice per index along
+// `axis`, concatenated and reshaped to data.shape[:axis] + indices.shape + data.shape[axis+1:];
+// runtime or many indices go through GatherByTuples.
 void Gather(Context& ctx) {
   ctx.AllowAttrs({"axis"});
   const Value& data = ctx.In(0);
   const Value& idx = ctx.In(1);
-  if (!idx.constant) {
-    ctx.Unsupported("runtime indices (embedding.token takes float tables row-wise only; no general gather op)");
-  }
   const int64_t r = data.rank();
   if (r == 0) ctx.Invalid("data must have rank >= 1");
   const int64_t axis = NormalizeAxis(ctx, ctx.AttrInt("axis", 0), r, "attribute 'axis'");
+  if (!idx.constant) return GatherByTuples(ctx, axis);
   const ir::Dim& n = data.dims[static_cast<size_t>(axis)];
-  if (!n.symbol.empty()) ctx.Unsupported("gather along a symbolic axis");
+  if (!n.symbol.empty()) return GatherByTuples(ctx, axis);
   std::vector<int64_t> indices = TensorInts(*idx.constant);
-  if (indices.size() > 256 && !data.constant) ctx.Unsupported(fmt::format("{} indices (at most 256 lower to slices)", indices.size()));
+  if (indices.size() > 256 && !data.constant) {
+    for (int64_t i : indices) {
+      if (i < -n.size || i >= n.size) ctx.Invalid(fmt::format("index {} is out of range for axis size {}", i, n.size));
+    }
+    return GatherByTuples(ctx, axis);
+  }
   std::vector<std::string> parts;
   for (int64_t& i : indices) {
     if (i < -n.size || i >= n.size) ctx.Invalid(fmt::format("index {} is out of range for axis size {}", i, n.size));

@@ -3,7 +3,7 @@
 pooling and projection ops (tests/runtime/nn_ops_test.cpp, lowerings in
 src/runtime/ops/nn_ops.cpp).
 
-Run with the system Python (NumPy, PyTorch 1.13) from anywhere:
+Run with NumPy and PyTorch (1.13 or 2.x; a throwaway venv where the system has no torch):
     /usr/bin/python3 tests/golden/gen_nn_ops.py
 Writes tests/golden/data/nn_ops.json.
 
@@ -308,6 +308,29 @@ def gen_projection():
         case(f"fused_qkv {dtype} {x} d{d} bias={bias}", "projection.fused_qkv", inputs, outs, attrs)
 
 
+# ---- N-d pooling (PoolNd) ------------------------------------------------------------------------------
+def gen_pooling_nd():
+    x = tensor("f32", [1, 2, 4, 5, 6])
+    y = F.max_pool3d(t64(x), (2, 2, 2), (1, 2, 2), (1, 0, 1), (2, 1, 1), ceil_mode=True).numpy()
+    case("max_pool f32 3-D dilated ceil", "pooling.max_pool", [("f32", x)], {"y": ("f32", y)},
+         {"kernel": [2, 2, 2], "strides": [1, 2, 2], "dilations": [2, 1, 1], "pads": [1, 0, 1, 1, 0, 1],
+          "ceil_mode": True})
+    x = RNG.integers(-1000, 1000, size=(2, 2, 5, 6)).astype(np.float64)
+    y = F.max_pool2d(t64(x), (3, 2), (2, 2), (1, 0)).numpy()
+    case("max_pool i32 2-D", "pooling.max_pool", [("i32", x)], {"y": ("i32", y)},
+         {"kernel": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 0]})
+    x = tensor("f64", [2, 3, 5, 4])
+    y, idx = F.max_pool2d(t64(x), (2, 2), (2, 1), (1, 1), return_indices=True)
+    plane = np.arange(6).reshape(2, 3, 1, 1) * (5 * 4)
+    case("max_pool_with_indices f64 2-D over the tensor", "pooling.max_pool_with_indices", [("f64", x)],
+         {"y": ("f64", y.numpy()), "indices": ("i64", idx.numpy() + plane)},
+         {"kernel": [2, 2], "strides": [2, 1], "pads": [1, 1, 1, 1], "indices_over": "tensor"})
+    x = tensor("f16", [1, 3, 9])
+    y = F.avg_pool1d(t64(x), 4, 2, 2, ceil_mode=True, count_include_pad=True).numpy()
+    case("avg_pool f16 1-D ceil include-pad", "pooling.avg_pool", [("f16", x)], {"y": ("f16", rounded(y, "f16"))},
+         {"kernel": [4], "strides": [2], "pads": [2, 2], "ceil_mode": True, "count_include_pad": True})
+
+
 def main():
     gen_attention()
     gen_masking()
@@ -316,6 +339,7 @@ def main():
     gen_convolution()
     gen_pooling()
     gen_projection()
+    gen_pooling_nd()
     write_json(OUT, {"generator": "tests/golden/gen_nn_ops.py", "cases": CASES})
 
 

@@ -240,7 +240,7 @@ TEST(OnnxImportErrors, OpsetOutOfRange) {
             std::string::npos);
 }
 
-TEST(OnnxImportErrors, WrongAttributeTypeAndUnsupportedAttribute) {
+TEST(OnnxImportErrors, WrongAttributeType) {
   ModelBuilder b(13);
   b.Input("a", {"2", "2"});
   b.Input("c", {"2", "2"});
@@ -248,19 +248,6 @@ TEST(OnnxImportErrors, WrongAttributeTypeAndUnsupportedAttribute) {
   b.Output("y");
   std::string msg = ErrorOf([&] { ImportOnnx(b.Save("attr.onnx")); });
   EXPECT_NE(msg.find("node 'g' (Gemm): attribute 'alpha' must be of type FLOAT, got INT"), std::string::npos) << msg;
-
-  ModelBuilder p(13);
-  p.Input("x", {"1", "1", "4", "4"});
-  auto* n = p.Node("MaxPool", {"x"}, {"y", "idx"}, "pool");
-  auto* k = n->add_attribute();
-  k->set_name("kernel_shape");
-  k->set_type(::onnx::AttributeProto::INTS);
-  k->add_ints(2);
-  k->add_ints(2);
-  p.Output("y");
-  p.Output("idx");
-  msg = ErrorOf([&] { ImportOnnx(p.Save("indices.onnx")); });
-  EXPECT_NE(msg.find("node 'pool' (MaxPool): output 'Indices' is not supported"), std::string::npos) << msg;
 }
 
 TEST(OnnxImportErrors, FloatModNeedsFmod) {
@@ -338,6 +325,76 @@ TEST(OnnxImport, DilatedMaxPool1D) {
   auto out = RunModel(b.Save("dilated_maxpool.onnx"), {{"x", F32({1, 1, 6}, {1, 5, 2, 0, 7, 3})}});
   EXPECT_EQ(out.at("y").shape(), (Shape{1, 1, 4}));
   ExpectNear(out.at("y"), {2, 5, 7, 3});
+}
+
+// MaxPool's Indices are flat over the whole input (the second image's plane starts at 8), first
+// of equal values; storage_order 1 counts h fastest (h + 2 w).
+TEST(OnnxImport, MaxPoolIndices) {
+  for (const int64_t order : {0, 1}) {
+    ModelBuilder b(12);
+    b.Input("x", {"2", "1", "2", "4"});
+    b.Output("y");
+    b.Output("i");
+    auto* n = b.Node("MaxPool", {"x"}, {"y", "i"});
+    AttrInts(n, "kernel_shape", {2, 2});
+    AttrInts(n, "strides", {2, 2});
+    AttrInt(n, "storage_order", order);
+    auto out = RunModel(b.Save("maxpool_indices.onnx"),
+                        {{"x", F32({2, 1, 2, 4}, {1, 5, 2, 0, 7, 3, 3, 9, 4, 4, 8, 1, 0, 6, 2, 8})}});
+    ExpectNear(out.at("y"), {7, 9, 6, 8});
+    const Tensor& i = out.at("i");
+    ASSERT_EQ(i.dtype(), DType::Int64);
+    const std::vector<int64_t> want = order == 0 ? std::vector<int64_t>{4, 7, 13, 10} : std::vector<int64_t>{1, 7, 11, 12};
+    for (int64_t k = 0; k < 4; ++k) EXPECT_EQ(i.data_as<int64_t>()[k], want[static_cast<size_t>(k)]) << k;
+  }
+}
+
+// AveragePool with ceil_mode: the last window holds only x[4]; count_include_pad does not count the
+// ceil overhang (torch, onnxruntime).
+TEST(OnnxImport, AveragePoolCeilMode) {
+  for (const int64_t include : {0, 1}) {
+    ModelBuilder b(11);
+    b.Input("x", {"1", "1", "5"});
+    b.Output("y");
+    auto* n = b.Node("AveragePool", {"x"}, {"y"});
+    AttrInts(n, "kernel_shape", {2});
+    AttrInts(n, "strides", {2});
+    AttrInt(n, "ceil_mode", 1);
+    AttrInt(n, "count_include_pad", include);
+    auto out = RunModel(b.Save("avgpool_ceil.onnx"), {{"x", F32({1, 1, 5}, {1, 2, 3, 4, 5})}});
+    EXPECT_EQ(out.at("y").shape(), (Shape{1, 1, 3}));
+    ExpectNear(out.at("y"), {1.5, 3.5, 5});
+  }
+}
+
+// Gather with runtime int64 indices (an embedding lookup, negative indices from the end) on axis
+// 0 and on a middle axis: y = data.take(indices, axis).
+TEST(OnnxImport, GatherRuntimeIndices) {
+  {
+    ModelBuilder b(13);
+    b.Input("table", {"3", "2"});
+    b.Input("ids", {"batch", "2"}, ::onnx::TensorProto::INT64);
+    b.Output("y");
+    b.Node("Gather", {"table", "ids"}, {"y"});
+    auto out = RunModel(b.Save("gather_rows.onnx"),
+                        {{"table", F32({3, 2}, {1, 2, 3, 4, 5, 6})},
+                         {"ids", Tensor::FromDoubles(DType::Int64, {2, 2}, std::vector<double>{2, 0, 1, -1})}});
+    EXPECT_EQ(out.at("y").shape(), (Shape{2, 2, 2}));
+    ExpectNear(out.at("y"), {5, 6, 1, 2, 3, 4, 5, 6});
+  }
+  {
+    ModelBuilder b(13);
+    b.Input("x", {"2", "3", "2"});
+    b.Input("i", {"2"}, ::onnx::TensorProto::INT64);
+    b.Output("y");
+    AttrInt(b.Node("Gather", {"x", "i"}, {"y"}), "axis", 1);
+    std::vector<double> x(12);
+    for (int k = 0; k < 12; ++k) x[static_cast<size_t>(k)] = k;
+    auto out = RunModel(b.Save("gather_axis1.onnx"),
+                        {{"x", F32({2, 3, 2}, x)}, {"i", Tensor::FromDoubles(DType::Int64, {2}, std::vector<double>{2, 0})}});
+    EXPECT_EQ(out.at("y").shape(), (Shape{2, 2, 2}));
+    ExpectNear(out.at("y"), {4, 5, 0, 1, 10, 11, 6, 7});
+  }
 }
 
 // MaxUnpool puts each value at its flat index over the unpooled [1, 1, 2, 4] and zeros elsewhere.

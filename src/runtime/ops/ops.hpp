@@ -19,5 +19,6 @@ void RegisterSamplingQuantOps(OpRegistry& registry);  // sampling.*, quant.*
 void RegisterTensorElementwiseOps(OpRegistry& registry);  // tensor.compare..., tensor.where, cast, pow, mod, round
 void RegisterTensorAxisOps(OpRegistry& registry);         // tensor.argmax/argmin, cumsum, trilu, gather_elements
 void RegisterTensorIndexOps(OpRegistry& registry);        // tensor.topk, scatter_elements, scatter_nd, gather_nd
+void RegisterPoolNdOps(OpRegistry& registry);             // pooling.max_pool, max_pool_with_indices, avg_pool
 
 }  // namespace backplane::runtime::ops
