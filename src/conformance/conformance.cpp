@@ -34,6 +34,7 @@ const RunnerRegistry& Runners() {
     RegisterTensorElementwiseRunners(r);
     RegisterTensorAxisRunners(r);
     RegisterTensorIndexRunners(r);
+    RegisterSpatialRunners(r);
     return r;
   }();
   return registry;

@@ -178,5 +178,6 @@ void RegisterBlockQuantRunners(RunnerRegistry& registry);   // BlockDequant, Blo
 void RegisterTensorElementwiseRunners(RunnerRegistry& registry);  // Compare, Logical, Where, Cast, Pow, Mod, Round
 void RegisterTensorAxisRunners(RunnerRegistry& registry);         // ArgReduce, CumSum, Trilu, GatherElements
 void RegisterTensorIndexRunners(RunnerRegistry& registry);        // TopK, ScatterElements, ScatterND, GatherND
+void RegisterSpatialRunners(RunnerRegistry& registry);            // GridSample, RoiAlign
 
 }  // namespace backplane::conformance

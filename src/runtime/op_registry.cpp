@@ -167,6 +167,7 @@ const OpRegistry& Registry() {
     ops::RegisterTensorElementwiseOps(r);
     ops::RegisterTensorAxisOps(r);
     ops::RegisterTensorIndexOps(r);
+    ops::RegisterSpatialOps(r);
     return r;
   }();
   return registry;

@@ -37,6 +37,7 @@
 #include "backplane/backend/math_ext.hpp"
 #include "backplane/backend/point_process.hpp"
 #include "backplane/backend/block_quant.hpp"
+#include "backplane/backend/spatial.hpp"
 
 // X(Surface, METHOD_LIST_MACRO) for the seed's 25 surfaces, in the seed's order.
 #define BP_SEED_SURFACES(X) \
@@ -74,7 +75,8 @@
   X(MathExt, BP_SURFACE_MATH_EXT) \
   X(PointProcess, BP_SURFACE_POINT_PROCESS) \
   X(BlockQuant, BP_SURFACE_BLOCK_QUANT) \
-  X(TensorOps, BP_SURFACE_TENSOR_OPS)
+  X(TensorOps, BP_SURFACE_TENSOR_OPS) \
+  X(Spatial, BP_SURFACE_SPATIAL)
 
 #define BP_SURFACES(X) BP_SEED_SURFACES(X) BP_EXTENSION_SURFACES(X)
 
@@ -111,7 +113,8 @@
   BP_SURFACE_MATH_EXT(X) \
   BP_SURFACE_POINT_PROCESS(X) \
   BP_SURFACE_BLOCK_QUANT(X) \
-  BP_SURFACE_TENSOR_OPS(X)
+  BP_SURFACE_TENSOR_OPS(X) \
+  BP_SURFACE_SPATIAL(X)
 
 namespace backplane {
 
@@ -153,6 +156,7 @@ class Backend {
   virtual PointProcessSurface& PointProcess() = 0;
   virtual BlockQuantSurface& BlockQuant() = 0;
   virtual TensorOpsSurface& TensorOps() = 0;
+  virtual SpatialSurface& Spatial() = 0;
 };
 
 }  // namespace backplane

@@ -19,5 +19,6 @@ void RegisterSamplingQuantOps(OpRegistry& registry);  // sampling.*, quant.*
 void RegisterTensorElementwiseOps(OpRegistry& registry);  // tensor.compare..., tensor.where, cast, pow, mod, round
 void RegisterTensorAxisOps(OpRegistry& registry);         // tensor.argmax/argmin, cumsum, trilu, gather_elements
 void RegisterTensorIndexOps(OpRegistry& registry);        // tensor.topk, scatter_elements, scatter_nd, gather_nd
+void RegisterSpatialOps(OpRegistry& registry);            // spatial.grid_sample, spatial.roi_align
 
 }  // namespace backplane::runtime::ops
