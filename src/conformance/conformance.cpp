@@ -35,6 +35,7 @@ const RunnerRegistry& Runners() {
     RegisterTensorAxisRunners(r);
     RegisterTensorIndexRunners(r);
     RegisterPoolNdRunners(r);
+    RegisterSpatialRunners(r);
     return r;
   }();
   return registry;

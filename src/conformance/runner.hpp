@@ -179,5 +179,6 @@ void RegisterTensorElementwiseRunners(RunnerRegistry& registry);  // Compare, Lo
 void RegisterTensorAxisRunners(RunnerRegistry& registry);         // ArgReduce, CumSum, Trilu, GatherElements
 void RegisterTensorIndexRunners(RunnerRegistry& registry);        // TopK, ScatterElements, ScatterND, GatherND
 void RegisterPoolNdRunners(RunnerRegistry& registry);             // PoolNd
+void RegisterSpatialRunners(RunnerRegistry& registry);            // GridSample, RoiAlign
 
 }  // namespace backplane::conformance

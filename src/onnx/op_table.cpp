@@ -35,6 +35,7 @@ const std::vector<OpEntry>& Table() {
     AddEinsumOps(t);
     AddMathOps(t);
     AddTextOps(t);
+    AddSpatialOps(t);
     return t;
   }();
   return table;

@@ -43,6 +43,7 @@ void AddRecurrentOps(std::vector<OpEntry>& table);          // lower_recurrent.c
 void AddEinsumOps(std::vector<OpEntry>& table);             // lower_einsum.cpp
 void AddMathOps(std::vector<OpEntry>& table);               // lower_math.cpp
 void AddTextOps(std::vector<OpEntry>& table);               // lower_text.cpp
+void AddSpatialOps(std::vector<OpEntry>& table);            // lower_spatial.cpp
 // Lowers the current node of domain ai.onnx.preview.training at `version` (lower_training.cpp).
 void LowerTrainingNode(Context& ctx, int64_t version);
 

@@ -168,6 +168,7 @@ const OpRegistry& Registry() {
     ops::RegisterTensorAxisOps(r);
     ops::RegisterTensorIndexOps(r);
     ops::RegisterPoolNdOps(r);
+    ops::RegisterSpatialOps(r);
     return r;
   }();
   return registry;

@@ -272,7 +272,7 @@ TEST(Catalog, ExtensionSurfaces) {
   const std::map<std::string, int> expected = {
       {"Shape", 9},   {"Optimizer", 12},     {"Gradients", 6},
       {"MathExt", 12}, {"PointProcess", 1},   {"BlockQuant", 2},  // MathExt: the eps norms, MatmulTransB
-      {"TensorOps", 17}, {"PoolNd", 2}};  // BlockQuant (LLMs); TensorOps, PoolNd (ONNX graphs)
+      {"TensorOps", 17}, {"PoolNd", 2}, {"Spatial", 2}};  // BlockQuant (LLMs); TensorOps, PoolNd, Spatial (ONNX graphs)
   std::map<std::string, int> got;
   for (const SurfaceInfo& s : Surfaces()) {
     if (!s.in_seed) got[std::string(s.name)] = s.method_count;

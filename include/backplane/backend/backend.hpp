@@ -38,6 +38,7 @@
 #include "backplane/backend/point_process.hpp"
 #include "backplane/backend/block_quant.hpp"
 #include "backplane/backend/pool_nd.hpp"
+#include "backplane/backend/spatial.hpp"
 
 // X(Surface, METHOD_LIST_MACRO) for the seed's 25 surfaces, in the seed's order.
 #define BP_SEED_SURFACES(X) \
@@ -76,7 +77,8 @@
   X(PointProcess, BP_SURFACE_POINT_PROCESS) \
   X(BlockQuant, BP_SURFACE_BLOCK_QUANT) \
   X(TensorOps, BP_SURFACE_TENSOR_OPS) \
-  X(PoolNd, BP_SURFACE_POOL_ND)
+  X(PoolNd, BP_SURFACE_POOL_ND) \
+  X(Spatial, BP_SURFACE_SPATIAL)
 
 #define BP_SURFACES(X) BP_SEED_SURFACES(X) BP_EXTENSION_SURFACES(X)
 
@@ -114,7 +116,8 @@
   BP_SURFACE_POINT_PROCESS(X) \
   BP_SURFACE_BLOCK_QUANT(X) \
   BP_SURFACE_TENSOR_OPS(X) \
-  BP_SURFACE_POOL_ND(X)
+  BP_SURFACE_POOL_ND(X) \
+  BP_SURFACE_SPATIAL(X)
 
 namespace backplane {
 
@@ -157,6 +160,7 @@ class Backend {
   virtual BlockQuantSurface& BlockQuant() = 0;
   virtual TensorOpsSurface& TensorOps() = 0;
   virtual PoolNdSurface& PoolNd() = 0;
+  virtual SpatialSurface& Spatial() = 0;
 };
 
 }  // namespace backplane

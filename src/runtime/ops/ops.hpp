@@ -20,5 +20,6 @@ void RegisterTensorElementwiseOps(OpRegistry& registry);  // tensor.compare..., 
 void RegisterTensorAxisOps(OpRegistry& registry);         // tensor.argmax/argmin, cumsum, trilu, gather_elements
 void RegisterTensorIndexOps(OpRegistry& registry);        // tensor.topk, scatter_elements, scatter_nd, gather_nd
 void RegisterPoolNdOps(OpRegistry& registry);             // pooling.max_pool, max_pool_with_indices, avg_pool
+void RegisterSpatialOps(OpRegistry& registry);            // spatial.grid_sample, spatial.roi_align
 
 }  // namespace backplane::runtime::ops
