@@ -39,6 +39,8 @@ install_packages() {
                 cmake ninja-build)
   # The main CMakeLists.txt requires the OpenMP build of OpenBLAS (found by its own config dir).
   if grep -q 'find_package(OpenBLAS' CMakeLists.txt; then wanted+=(libopenblas-openmp-dev:arm64); fi
+  # The ONNX importer links Debian's onnx_proto and protobuf.
+  if grep -q 'find_package(ONNX' CMakeLists.txt; then wanted+=(libprotobuf-dev:arm64 libonnx-dev:arm64 libonnxifi:arm64); fi
 
   local sudo_cmd=()
   if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
@@ -59,6 +61,15 @@ install_packages() {
   fi
   log "installing ${missing[*]}"
   "${sudo_cmd[@]}" apt-get update -qq || die "apt-get update failed"
+  # libonnxifi:arm64 (a dependency of libonnx-dev:arm64) ships /usr/lib/libonnxifi.so like the amd64
+  # package, so it is unpacked with --force-overwrite first (Backplane links neither copy, only onnx_proto).
+  if [[ " ${missing[*]} " == *" libonnxifi:arm64 "* ]]; then
+    local deb_dir
+    deb_dir=$(mktemp -d)
+    (cd "$deb_dir" && apt-get download libonnxifi:arm64) || die "apt-get download libonnxifi:arm64 failed"
+    "${sudo_cmd[@]}" dpkg -i --force-overwrite "$deb_dir"/libonnxifi_*_arm64.deb || die "dpkg -i libonnxifi:arm64 failed"
+    rm -rf "$deb_dir"
+  fi
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
       "${missing[@]}" || die "apt-get install failed"
 }

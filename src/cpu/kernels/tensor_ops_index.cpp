@@ -52,9 +52,9 @@ void TopKOverInner(const T* in, T* values, int64_t* indices, size_t outer, size_
   using V = hn::Vec<decltype(d)>;
   using VI = hn::Vec<decltype(di)>;
   const size_t n = hn::Lanes(d);
-  HWY_ALIGN I idx[hn::MaxLanes(di)];
-  V slotV[kMaxK];
-  VI slotI[kMaxK];
+  // The k slots live in memory: arrays of (sizeless SVE) vectors are not allowed.
+  HWY_ALIGN T slotV[kMaxK * hn::MaxLanes(d)];
+  HWY_ALIGN I slotI[kMaxK * hn::MaxLanes(di)];
   for (size_t o = 0; o < outer; ++o) {
     const T* slab = in + o * axis * inner;
     for (size_t j = 0; j + n <= inner; j += n) {
@@ -63,24 +63,23 @@ void TopKOverInner(const T* in, T* values, int64_t* indices, size_t outer, size_
         VI ci = hn::Set(di, static_cast<I>(a));
         const size_t filled = a < k ? a : k;
         for (size_t s = 0; s < filled; ++s) {
-          const auto m = Before<kLargest>(d, di, cv, ci, slotV[s], slotI[s]);
-          const V sv = slotV[s];
-          const VI si = slotI[s];
-          slotV[s] = hn::IfThenElse(m, cv, sv);
-          slotI[s] = hn::IfThenElse(hn::RebindMask(di, m), ci, si);
+          const V sv = hn::Load(d, slotV + s * n);
+          const VI si = hn::Load(di, slotI + s * n);
+          const auto m = Before<kLargest>(d, di, cv, ci, sv, si);
+          hn::Store(hn::IfThenElse(m, cv, sv), d, slotV + s * n);
+          hn::Store(hn::IfThenElse(hn::RebindMask(di, m), ci, si), di, slotI + s * n);
           cv = hn::IfThenElse(m, sv, cv);
           ci = hn::IfThenElse(hn::RebindMask(di, m), si, ci);
         }
         if (filled < k) {
-          slotV[filled] = cv;
-          slotI[filled] = ci;
+          hn::Store(cv, d, slotV + filled * n);
+          hn::Store(ci, di, slotI + filled * n);
         }
       }
       for (size_t m = 0; m < k; ++m) {
         const size_t at = (o * k + m) * inner + j;
-        hn::StoreU(slotV[m], d, values + at);
-        hn::Store(slotI[m], di, idx);
-        for (size_t l = 0; l < n; ++l) indices[at + l] = static_cast<int64_t>(idx[l]);
+        hn::StoreU(hn::Load(d, slotV + m * n), d, values + at);
+        for (size_t l = 0; l < n; ++l) indices[at + l] = static_cast<int64_t>(slotI[m * n + l]);
       }
     }
   }
