@@ -149,6 +149,9 @@ void CompareBounded(const std::vector<uint8_t>& got, const std::vector<uint8_t>&
                     const std::vector<double>& cond, Tolerance tol, const std::string& where, Measure& m);
 // The bytes of out from `used` on must still be kGuard.
 void CheckGuard(const std::vector<uint8_t>& out, size_t used, const std::string& where, Measure& m);
+// The two storages must agree byte for byte, guard bytes included (bit-exact kernels).
+void CompareBytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, const std::string& where,
+                  Measure& m);
 
 // Scalar results of f32/f16/bf16 inputs are accumulated in f64 and rounded to f32: the f32 bound;
 // f64 and int8 inputs use their own.

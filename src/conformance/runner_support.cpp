@@ -270,6 +270,18 @@ void CheckGuard(const std::vector<uint8_t>& out, size_t used, const std::string&
   }
 }
 
+void CompareBytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, const std::string& where,
+                  Measure& m) {
+  if (got == want) return;
+  m.max_error = INFINITY;
+  if (got.size() != want.size()) {
+    return Fail(m, fmt::format("{}: {} output bytes, want {}", where, got.size(), want.size()));
+  }
+  size_t i = 0;
+  while (got[i] == want[i]) ++i;
+  Fail(m, fmt::format("{}: byte {} differs (got {:#04x}, want {:#04x})", where, i, got[i], want[i]));
+}
+
 Tolerance ScalarTolerance(DType dtype) {
   return dtype == DType::Float64 || dtype == DType::Int8 ? DefaultTolerance(dtype) : DefaultTolerance(DType::Float32);
 }

@@ -95,15 +95,6 @@ std::vector<uint8_t> Output(DType dt, int64_t count) {
   return std::vector<uint8_t>(DTypeStorageBytes(dt, count) + 16, kGuard);
 }
 
-void CompareBytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, const std::string& where,
-                  Measure& m) {
-  if (got == want) return;
-  size_t i = 0;
-  while (i < got.size() && got[i] == want[i]) ++i;
-  m.max_error = INFINITY;
-  Fail(m, fmt::format("{}: byte {} differs (got {:#04x}, want {:#04x})", where, i, got[i], want[i]));
-}
-
 Measure RunPoolNd(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   const QuickThreads threads(c);
   Measure m;

@@ -66,16 +66,6 @@ std::vector<uint8_t> Values(const RunContext& c, DType dt, int64_t count, uint64
   return s;
 }
 
-// The bytes must agree exactly, guard bytes included.
-void CompareBytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, const std::string& where,
-                  Measure& m) {
-  if (got == want) return;
-  size_t i = 0;
-  while (i < got.size() && got[i] == want[i]) ++i;
-  m.max_error = INFINITY;
-  Fail(m, fmt::format("{}: byte {} differs (got {:#04x}, want {:#04x})", where, i, got[i], want[i]));
-}
-
 // [a, b, c] shapes per size n: inner 1 (the axis in lanes), inner around the vector widths, and
 // an odd mix; n == kLarge only as one long axis and one wide inner.
 std::vector<Shape3> Shapes(const RunContext& c) {

@@ -535,15 +535,6 @@ std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
   return out;
 }
 
-// The bytes of `count` elements must agree exactly, and so must the guard bytes around them.
-void CompareBytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, const std::string& where,
-                  Measure& m) {
-  if (got == want) return;
-  size_t i = 0;
-  while (i < got.size() && got[i] == want[i]) ++i;
-  Fail(m, fmt::format("{}: byte {} differs (got {:#04x}, want {:#04x})", where, i, got[i], want[i]));
-}
-
 using TransposeFn = BP_RET_Transpose (*)(BP_PARAMS_Transpose);
 
 Measure RunTranspose(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {

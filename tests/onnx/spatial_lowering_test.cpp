@@ -14,39 +14,12 @@
 #include "backplane/onnx/importer.hpp"
 #include "backplane/runtime/executor.hpp"
 #include "model_builder.hpp"
+#include "onnx_run.hpp"
 
 namespace backplane::onnx {
 namespace {
 
 using ::onnx::TensorProto;
-
-Tensor F32(Shape shape, std::vector<double> v) { return Tensor::FromDoubles(DType::Float32, std::move(shape), v); }
-
-std::map<std::string, Tensor> RunModel(const std::string& path, const std::map<std::string, Tensor>& inputs) {
-  ImportResult r = ImportOnnx(path);
-  auto backend = cpu::CreateBackend();
-  runtime::Executor ex(std::move(r.graph), *backend);
-  ex.LoadParams(r.initializers);
-  return ex.Run(inputs);
-}
-
-void ExpectNear(const Tensor& t, const std::vector<double>& want, double tol = 1e-6) {
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
-  for (int64_t i = 0; i < t.numel(); ++i) EXPECT_NEAR(t.GetDouble(i), want[static_cast<size_t>(i)], tol) << "element " << i;
-}
-
-template <class Fn>
-std::string ErrorOf(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    return msg;
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
 
 TEST(OnnxSpatial, GridSampleNearestRoundsHalfToEven) {
   ModelBuilder b(16);
