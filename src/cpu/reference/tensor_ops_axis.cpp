@@ -15,6 +15,7 @@
 
 #include "backplane/backend/tensor_ops.hpp"
 #include "cpu/reference/common.hpp"
+#include "cpu/reference/elem.hpp"
 #include "cpu/reference/reference.hpp"
 
 namespace backplane::cpu::ref {
@@ -23,56 +24,11 @@ namespace {
 
 // ---- element access ----------------------------------------------------------------------------
 
-struct F16Tag {};
-struct BF16Tag {};
-
-// Element access for one storage type: Value is double/float for floats, the integer itself else.
-template <class S>
-struct Elem {
-  using Value = S;
-  static Value Get(const void* p, int64_t i) { return static_cast<const S*>(p)[i]; }
-  static void Put(void* p, int64_t i, Value v) { static_cast<S*>(p)[i] = v; }
-};
-template <>
-struct Elem<F16Tag> {
-  using Value = float;
-  static Value Get(const void* p, int64_t i) { return F16ToF32(static_cast<const uint16_t*>(p)[i]); }
-};
-template <>
-struct Elem<BF16Tag> {
-  using Value = float;
-  static Value Get(const void* p, int64_t i) { return BF16ToF32(static_cast<const uint16_t*>(p)[i]); }
-};
-
-// Calls fn(Elem<S>{}) for the storage type of a dtype of kTensorDTypes.
-template <class Fn>
-void ByElem(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::Float64: fn(Elem<double>{}); return;
-    case DType::Float32: fn(Elem<float>{}); return;
-    case DType::Float16: fn(Elem<F16Tag>{}); return;
-    case DType::BFloat16: fn(Elem<BF16Tag>{}); return;
-    case DType::Int64: fn(Elem<int64_t>{}); return;
-    case DType::Int32: fn(Elem<int32_t>{}); return;
-    case DType::Int16: fn(Elem<int16_t>{}); return;
-    case DType::Int8: fn(Elem<int8_t>{}); return;
-    case DType::Uint64: fn(Elem<uint64_t>{}); return;
-    case DType::Uint32: fn(Elem<uint32_t>{}); return;
-    case DType::Uint16: fn(Elem<uint16_t>{}); return;
-    case DType::Uint8: fn(Elem<uint8_t>{}); return;
-    default: break;
-  }
-  throw Error(ErrorCode::Internal, "TensorOps", "ByElem: not a tensor dtype");
-}
+using elem::ByElem;
+using elem::CheckTensorDType;
+using elem::Elem;
 
 // ---- validation --------------------------------------------------------------------------------
-
-// The dtype first: the range test guards DTypeSet::Contains against values outside the enum.
-void CheckTensorDType(std::string_view op, DType dtype, DTypeSet accepted) {
-  if (static_cast<unsigned>(dtype) >= static_cast<unsigned>(kDTypeCount) || !accepted.Contains(dtype)) {
-    ThrowUnsupportedDType(op, "dtype", dtype, accepted);
-  }
-}
 
 // a * b * c for sizes >= 0 (names checked first); InvalidArgument naming `arg` when the element
 // count, or its size in bits, overflows int64. 0 as soon as one size is 0.
