@@ -88,3 +88,16 @@ light light_vgg19.onnx 8e547d732b3a3d66eeb8fa64a026adb994d3db552f0bbd52e436d0630
 light light_vgg19_output_0.pb 97d6bcc28b6ad731bc3281a8b03068d15fa9d538769b5b24ca5448ea143db100
 light light_zfnet512.onnx 6444bb58b98c3d14f551a3bdb83eea9e5db7e147790db3115c447e9c9a8338b0
 light light_zfnet512_output_0.pb 97d6bcc28b6ad731bc3281a8b03068d15fa9d538769b5b24ca5448ea143db100
+
+# The XLA device's default PJRT plugin (PyPI xla-cpu-pjrt==0.0.1, Apache-2.0: PJRT C API 0.81,
+# StableHLO 1.13.3) and the C API header the build compiles against; loaded with dlopen at run time.
+#   $BACKPLANE_CACHE/models/pjrt/xla_cpu_pjrt.so, $BACKPLANE_CACHE/models/pjrt/include/pjrt_c_api.h
+if [[ "$(uname -m)" == x86_64 ]]; then
+  pjrt() {
+    PIP_PLATFORM_ARGS="--platform manylinux_2_27_x86_64 --python-version 3 --implementation py" \
+      fetch xla-cpu-pjrt 0.0.1 55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc \
+      "xla_plugins/xla_cpu_pjrt/$1" "$2" "pjrt/$1"
+  }
+  pjrt xla_cpu_pjrt.so 88c3f28c5900f48ad4a82cab9e79bba9537809743395e341485f8794268820dc
+  pjrt include/pjrt_c_api.h c85bb95cb1743c2a353a555b3ab35f065e5f17007c7f182ad68d23754950235c
+fi

@@ -1,5 +1,6 @@
-// A host tensor: dtype, shape and a shared, 64-byte aligned buffer of dense row-major storage.
-// Copies share storage (like torch.Tensor); Clone() copies the bytes.
+// A tensor: dtype, shape and shared, dense row-major storage, either a 64-byte aligned host buffer
+// or a device buffer (DeviceStorage). Copies share storage (like torch.Tensor); Clone() copies the
+// bytes. Host code reads only host tensors: data() on a device tensor throws; ToHost() copies.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backplane/device.hpp"
 #include "backplane/dtype.hpp"
 
 namespace backplane {
@@ -33,8 +35,14 @@ class Tensor {
   size_t nbytes() const { return DTypeStorageBytes(dtype_, numel_); }
   bool defined() const { return dtype_ != DType::Invalid; }
 
-  void* data() { return storage_ ? storage_.get() : nullptr; }
-  const void* data() const { return storage_ ? storage_.get() : nullptr; }
+  void* data() {
+    if (device_storage_) ThrowNotOnHost();
+    return storage_ ? storage_.get() : nullptr;
+  }
+  const void* data() const {
+    if (device_storage_) ThrowNotOnHost();
+    return storage_ ? storage_.get() : nullptr;
+  }
   template <class T>
   T* data_as() { return static_cast<T*>(data()); }
   template <class T>
@@ -42,6 +50,15 @@ class Tensor {
 
   // Same storage, new shape with the same element count.
   Tensor Reshaped(Shape shape) const;
+
+  // Device placement. A device tensor holds a DeviceStorage and no host bytes.
+  Device device() const { return device_storage_ ? device_storage_->device() : Device{}; }
+  bool on_host() const { return !device_storage_; }
+  static Tensor OnDevice(DType dtype, Shape shape, std::shared_ptr<const DeviceStorage> storage);
+  const std::shared_ptr<const DeviceStorage>& device_storage() const { return device_storage_; }
+  // A host copy of a device tensor; a host tensor is returned as it is (shared storage).
+  Tensor ToHost() const;
+
   Tensor Clone() const;
   bool SharesStorageWith(const Tensor& other) const { return storage_ == other.storage_; }
   // How many tensors share this storage (for buffer reuse in the executor).
@@ -61,6 +78,8 @@ class Tensor {
   Shape shape_;
   int64_t numel_ = 0;
   std::shared_ptr<std::byte[]> storage_;
+  std::shared_ptr<const DeviceStorage> device_storage_;
+  [[noreturn]] void ThrowNotOnHost() const;
 };
 
 }  // namespace backplane

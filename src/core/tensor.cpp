@@ -78,7 +78,31 @@ Tensor Tensor::WithStorageOf(const Tensor& donor, DType dtype, Shape shape) {
   return t;
 }
 
+Tensor Tensor::OnDevice(DType dtype, Shape shape, std::shared_ptr<const DeviceStorage> storage) {
+  if (!storage) throw Error(ErrorCode::Internal, "Tensor.OnDevice", "null device storage");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = NumElements(t.shape_);
+  t.device_storage_ = std::move(storage);
+  return t;
+}
+
+Tensor Tensor::ToHost() const {
+  if (!device_storage_) return *this;
+  Tensor t(dtype_, shape_);
+  device_storage_->CopyToHost(t.storage_.get(), t.nbytes());
+  return t;
+}
+
+void Tensor::ThrowNotOnHost() const {
+  throw Error(ErrorCode::InvalidArgument, "Tensor",
+              fmt::format("a {}{} tensor on {} has no host data; copy it with ToHost()", DTypeName(dtype_),
+                          ShapeToString(shape_), DeviceName(device())));
+}
+
 Tensor Tensor::Clone() const {
+  if (device_storage_) return ToHost();
   Tensor t(dtype_, shape_);
   if (nbytes() > 0) std::memcpy(t.data(), data(), nbytes());
   return t;
