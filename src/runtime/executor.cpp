@@ -117,13 +117,26 @@ void Executor::LoadParams(const std::map<std::string, Tensor>& tensors) {
   }
   for (const auto& [name, t] : tensors) {
     Tensor& dst = params_.tensors[name];
-    std::memcpy(dst.data(), t.data(), t.nbytes());
+    if (dst.on_host() && t.on_host()) {
+      std::memcpy(dst.data(), t.data(), t.nbytes());
+    } else {
+      dst = t.Clone();  // a device-resident parameter is replaced; the next run uploads it
+    }
   }
 }
 
 std::map<std::string, Tensor> Executor::SaveParams() const {
-  std::map<std::string, Tensor> out = params_.tensors;
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, t] : params_.tensors) out[name] = t.ToHost();
+  std::set<std::string> device_nodes;
+  for (const PlacedSegment& seg : segments_) {
+    for (const SegmentNode& n : seg.segment.nodes) device_nodes.insert(n.node->name);
+  }
+  for (const auto& [key, t] : device_state_) {
+    if (device_nodes.contains(key.substr(0, key.rfind('/')))) out[key] = t.ToHost();
+  }
   for (size_t i = 0; i < node_state_.size(); ++i) {
+    if (device_nodes.contains(graph_.nodes[i].name)) continue;
     for (const auto& [key, t] : node_state_[i].tensors) out[graph_.nodes[i].name + "/" + key] = t;
     for (const auto& [key, v] : node_state_[i].scalars) {
       const double value = v;
@@ -144,6 +157,7 @@ void Executor::LoadState(const std::map<std::string, Tensor>& tensors) {
       } else {
         node_state_[i].tensors[key] = t.Clone();
       }
+      if (options_.device != nullptr) device_state_[name] = t.Clone();  // uploaded by the next run
     }
   }
 }
@@ -169,6 +183,7 @@ void Executor::Plan(const std::map<std::string, Shape>& input_shapes) {
       release_after_[it == last_use.end() ? step : it->second].push_back(out);
     }
   }
+  if (options_.device != nullptr) PlanPlacement();
 }
 
 std::map<std::string, Tensor> Executor::Run(const std::map<std::string, Tensor>& inputs) {
@@ -193,6 +208,7 @@ std::map<std::string, Tensor> Executor::Run(const std::map<std::string, Tensor>&
 
   std::map<std::string, Tensor> values = inputs;
   for (const auto& [name, t] : params_.tensors) values[name] = t;
+  if (options_.device != nullptr) return RunPlaced(std::move(values));
   std::vector<Tensor>& pool = pool_;
   int64_t allocations = 0;
   auto allocate = [&](const TensorType& type) {

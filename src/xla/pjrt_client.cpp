@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -175,6 +176,30 @@ std::string PjrtClient::platform_version() const {
   args.client = client_;
   Check(api_->PJRT_Client_PlatformVersion(&args), "PJRT_Client_PlatformVersion");
   return std::string(args.platform_version, args.platform_version_size);
+}
+
+std::string PjrtClient::plugin_attribute(const std::string& name) const {
+  if (api_->struct_size < offsetof(PJRT_Api, PJRT_Plugin_Attributes) + sizeof(void*)) return "";
+  PJRT_Plugin_Attributes_Args args{};
+  args.struct_size = PJRT_Plugin_Attributes_Args_STRUCT_SIZE;
+  Check(api_->PJRT_Plugin_Attributes(&args), "PJRT_Plugin_Attributes");
+  for (size_t i = 0; i < args.num_attributes; ++i) {
+    const PJRT_NamedValue& v = args.attributes[i];
+    if (std::string_view(v.name, v.name_size) != name) continue;
+    switch (v.type) {
+      case PJRT_NamedValue_kString: return std::string(v.string_value, v.value_size);
+      case PJRT_NamedValue_kInt64: return std::to_string(v.int64_value);
+      case PJRT_NamedValue_kInt64List: {
+        std::string s;
+        for (size_t k = 0; k < v.value_size; ++k) s += (k ? "." : "") + std::to_string(v.int64_array_value[k]);
+        return s;
+      }
+      case PJRT_NamedValue_kBool: return v.bool_value ? "true" : "false";
+      case PJRT_NamedValue_kFloat: return fmt::format("{}", v.float_value);
+      default: return "";
+    }
+  }
+  return "";
 }
 
 int PjrtClient::api_major() const { return api_->pjrt_api_version.major_version; }

@@ -71,6 +71,8 @@ class PjrtClient : public std::enable_shared_from_this<PjrtClient> {
   std::string platform_version() const;
   int api_major() const;
   int api_minor() const;
+  // A plugin attribute as text ("1.13.3" for an int64 array), empty when the plugin lacks it.
+  std::string plugin_attribute(const std::string& name) const;
   int device_count() const { return static_cast<int>(devices_.size()); }
   Device device() const { return Device{DeviceKind::Xla, device_index_}; }
 

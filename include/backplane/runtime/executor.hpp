@@ -8,6 +8,7 @@
 
 #include "backplane/backend/backend.hpp"
 #include "backplane/ir/graph.hpp"
+#include "backplane/runtime/graph_device.hpp"
 #include "backplane/runtime/op_registry.hpp"
 
 namespace backplane::runtime {
@@ -26,6 +27,18 @@ VerifiedGraph VerifyGraph(const ir::Graph& graph,
 
 struct ExecutorOptions {
   bool check_finite_params = false;  // throw when a parameter holds NaN/Inf after loading
+  // Places the graph on this device (not owned; must outlive the executor). Nodes it does not
+  // support run on `backend` with copies at the cuts. Null: everything runs on `backend`.
+  GraphDevice* device = nullptr;
+};
+
+// Where each node of a placed graph runs, from the last plan.
+struct NodePlacement {
+  std::string node;
+  std::string op;
+  std::string device;         // "xla:0", "cpu"
+  std::string fallback;       // why a node of a device-placed graph runs on the CPU, else empty
+  int segment = -1;           // device program index, -1 on the CPU
 };
 
 class Executor {
@@ -44,6 +57,9 @@ class Executor {
   // Loads node state saved by SaveParams ("<node>/<key>" entries); other entries are ignored.
   void LoadState(const std::map<std::string, Tensor>& tensors);
 
+  // Placement of every node for these input shapes (plans if needed); all "cpu" without a device.
+  std::vector<NodePlacement> Placement(const std::map<std::string, Shape>& input_shapes);
+
   ParameterStore& params() { return params_; }
   const ir::Graph& graph() const { return graph_; }
   // Number of distinct buffers the last plan allocated for node outputs (reuse makes it smaller
@@ -52,6 +68,10 @@ class Executor {
 
  private:
   void Plan(const std::map<std::string, Shape>& input_shapes);
+  void PlanPlacement();
+  std::map<std::string, Tensor> RunPlaced(std::map<std::string, Tensor> values);
+  // The host copy of a parameter a CPU node is about to read (it may update it in place).
+  void BringParamHome(const std::string& name);
 
   ir::Graph graph_;
   Backend& backend_;
@@ -67,6 +87,18 @@ class Executor {
   // Node-output buffers released by earlier runs of the same plan, reused by size when no
   // caller still holds them (so steady-state runs do not allocate).
   std::vector<Tensor> pool_;
+
+  // Device placement (options_.device set): per planned step, the segment it belongs to (-1: CPU).
+  struct PlacedSegment {
+    Segment segment;
+    std::vector<size_t> steps;                 // plan steps it covers
+    std::vector<std::unique_ptr<Attrs>> attrs;  // owned for segment.nodes[i].attrs
+    std::shared_ptr<DeviceProgram> program;
+  };
+  std::vector<int> step_segment_;
+  std::vector<std::string> step_fallback_;
+  std::vector<PlacedSegment> segments_;
+  std::map<std::string, Tensor> device_state_;  // "<node>/<key>", device-resident
 };
 
 }  // namespace backplane::runtime
