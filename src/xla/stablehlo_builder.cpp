@@ -43,8 +43,11 @@ std::string Literal(DType dtype, double value) {
   }
   if (IsInteger(dtype)) {
     if (!std::isfinite(value)) throw Error(ErrorCode::InvalidArgument, "xla", "non-finite integer constant");
-    if (dtype == DType::Uint64 && value >= 9223372036854775808.0) {
+    if (dtype == DType::Uint64 && value >= 9223372036854775808.0 && value < 18446744073709551616.0) {
       return std::to_string(static_cast<uint64_t>(value));
+    }
+    if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0)) {
+      throw Error(ErrorCode::InvalidArgument, "xla", fmt::format("integer constant {} out of range", value));
     }
     return std::to_string(static_cast<int64_t>(value));
   }
@@ -232,28 +235,54 @@ Value Builder::Concatenate(std::span<const Value> parts, int64_t axis) {
   return Emit("stablehlo.concatenate", parts, {parts[0].dtype(), shape}, fmt::format("dimension = {} : i64", axis));
 }
 
+namespace {
+
+// The identity of a reduction as an exact literal (integer extremes are not doubles).
+std::string ReduceInit(DType dt, ReduceKind kind) {
+  const bool is_unsigned = IsInteger(dt) && ElementType(dt)[0] == 'u';
+  const int bits = DTypeBits(dt);
+  switch (kind) {
+    case ReduceKind::Sum: case ReduceKind::Or: return dt == DType::Bool ? "false" : Literal(dt, 0.0);
+    case ReduceKind::Prod: case ReduceKind::And: return dt == DType::Bool ? "true" : Literal(dt, 1.0);
+    case ReduceKind::Max:
+      if (IsFloatingPoint(dt)) return Literal(dt, -INFINITY);
+      if (dt == DType::Bool) return "false";
+      return is_unsigned ? "0" : "-" + std::to_string(uint64_t{1} << (bits - 1));
+    case ReduceKind::Min:
+      if (IsFloatingPoint(dt)) return Literal(dt, INFINITY);
+      if (dt == DType::Bool) return "true";
+      return is_unsigned ? std::to_string(bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1)
+                         : std::to_string((uint64_t{1} << (bits - 1)) - 1);
+  }
+  return "0";
+}
+
+const char* ReduceOp(ReduceKind kind) {
+  switch (kind) {
+    case ReduceKind::Sum: return "stablehlo.add";
+    case ReduceKind::Prod: return "stablehlo.multiply";
+    case ReduceKind::Max: return "stablehlo.maximum";
+    case ReduceKind::Min: return "stablehlo.minimum";
+    case ReduceKind::And: return "stablehlo.and";
+    case ReduceKind::Or: return "stablehlo.or";
+  }
+  return "stablehlo.add";
+}
+
+}  // namespace
+
+Value Builder::ScalarLiteral(DType dtype, const std::string& literal) {
+  const TensorType scalar{dtype, {}};
+  const std::string name = Fresh();
+  body_ += fmt::format("    {} = \"stablehlo.constant\"() {{value = dense<{}> : {}}} : () -> {}\n", name, literal,
+                       MlirType(scalar), MlirType(scalar));
+  return Value{name, scalar};
+}
+
 Value Builder::Reduce(const Value& x, std::span<const int64_t> dims, ReduceKind kind) {
   const DType dt = x.dtype();
-  double init = 0.0;
-  const char* op = "stablehlo.add";
-  switch (kind) {
-    case ReduceKind::Sum: init = 0.0; op = "stablehlo.add"; break;
-    case ReduceKind::Prod: init = 1.0; op = "stablehlo.multiply"; break;
-    case ReduceKind::Max:
-      op = "stablehlo.maximum";
-      init = IsFloatingPoint(dt) ? -INFINITY : (ElementType(dt)[0] == 'u' ? 0.0 : -std::ldexp(1.0, DTypeBits(dt) - 1));
-      break;
-    case ReduceKind::Min:
-      op = "stablehlo.minimum";
-      init = IsFloatingPoint(dt) ? INFINITY
-                                 : (ElementType(dt)[0] == 'u' ? std::ldexp(1.0, DTypeBits(dt)) - 1
-                                                              : std::ldexp(1.0, DTypeBits(dt) - 1) - 1);
-      break;
-    case ReduceKind::And: init = 1.0; op = "stablehlo.and"; break;
-    case ReduceKind::Or: init = 0.0; op = "stablehlo.or"; break;
-  }
-  if (dt == DType::Int64 && kind == ReduceKind::Min) init = 9223372036854775807.0;
-  const Value init_v = Scalar(dt, init);
+  const char* op = ReduceOp(kind);
+  const Value init_v = ScalarLiteral(dt, ReduceInit(dt, kind));
   Shape shape;
   for (int64_t i = 0; i < x.rank(); ++i) {
     bool reduced = false;

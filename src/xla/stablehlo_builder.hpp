@@ -53,6 +53,8 @@ class Builder {
   // A constant of `type` filled with `value` (rounded to the dtype).
   Value Splat(const TensorType& type, double value);
   Value Scalar(DType dtype, double value) { return Splat({dtype, {}}, value); }
+  // A scalar constant from an exact MLIR literal ("-9223372036854775808", "0x7FC00000").
+  Value ScalarLiteral(DType dtype, const std::string& literal);
   Value SplatLike(const Value& like, double value) { return Splat(like.type, value); }
   // Dense constant from values (row-major).
   Value Constant(const TensorType& type, std::span<const double> values);

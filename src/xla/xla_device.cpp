@@ -225,6 +225,16 @@ Tensor XlaDevice::ToDevice(const Tensor& host) {
   return Tensor::OnDevice(host.dtype(), host.shape(), client_->Upload(host));
 }
 
+std::vector<std::pair<std::string, std::string>> XlaDevice::Properties() const {
+  const XlaDeviceInfo i = Info();
+  return {{"plugin", i.plugin_path},
+          {"platform", i.platform_name + " " + i.platform_version},
+          {"PJRT C API", fmt::format("{}.{}", i.api_major, i.api_minor)},
+          {"StableHLO", i.stablehlo_version.empty() ? "(not reported)" : i.stablehlo_version},
+          {"devices", std::to_string(i.devices)},
+          {"lowered ops", std::to_string(Lowerings().Ids().size())}};
+}
+
 XlaDeviceInfo XlaDevice::Info() const {
   XlaDeviceInfo info;
   info.plugin_path = client_->plugin_path();

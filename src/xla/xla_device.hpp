@@ -34,6 +34,7 @@ class XlaDevice final : public runtime::GraphDevice {
   std::optional<std::string> Unsupported(const runtime::SegmentNode& node) const override;
   std::shared_ptr<runtime::DeviceProgram> Compile(const runtime::Segment& segment) override;
   Tensor ToDevice(const Tensor& host) override;
+  std::vector<std::pair<std::string, std::string>> Properties() const override;
 
   XlaDeviceInfo Info() const;
   // The module a segment lowers to (for --explain and tests).

@@ -9,6 +9,31 @@
 
 namespace backplane::cli {
 
+std::unique_ptr<runtime::GraphDevice> OpenDeviceOption(const std::string& name) {
+  return runtime::OpenGraphDevice(name);
+}
+
+std::string ExplainPlacement(const std::vector<runtime::NodePlacement>& placement) {
+  std::string text;
+  int on_device = 0, fallback = 0, segments = -1;
+  for (const runtime::NodePlacement& p : placement) {
+    text += fmt::format("  {} ({}): {}", p.node, p.op, p.device);
+    if (!p.fallback.empty()) {
+      text += ", fallback: " + p.fallback;
+      ++fallback;
+    }
+    if (p.segment >= 0) {
+      text += fmt::format(" [program {}]", p.segment);
+      ++on_device;
+      segments = std::max(segments, p.segment);
+    }
+    text += "\n";
+  }
+  text += fmt::format("{} nodes: {} on the device in {} programs, {} on the CPU ({} fallbacks)\n", placement.size(),
+                      on_device, segments + 1, static_cast<int>(placement.size()) - on_device, fallback);
+  return text;
+}
+
 std::pair<std::string, std::string> SplitAssignment(const std::string& option, const std::string& text) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {

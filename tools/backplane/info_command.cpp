@@ -7,12 +7,14 @@
 
 #include "backplane/cpu/threads.hpp"
 #include "backplane/cpu_info.hpp"
+#include "backplane/error.hpp"
+#include "backplane/runtime/graph_device.hpp"
 #include "commands.hpp"
 
 namespace backplane::cli {
 
 void AddInfoCommand(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("info", "Library version, CPU, SIMD targets, threads, BLAS");
+  CLI::App* cmd = app.add_subcommand("info", "Library version, CPU, SIMD targets, threads, BLAS, devices");
   cmd->callback([] {
     const CpuInfo cpu = QueryCpuInfo();
     fmt::print("backplane {}\n", BACKPLANE_VERSION);
@@ -32,6 +34,19 @@ void AddInfoCommand(CLI::App& app) {
     fmt::print("threads: {} (hardware {}{})\n", cpu::NumThreads(), cpu.hardware_threads,
                env_threads ? ", set by BACKPLANE_NUM_THREADS" : "");
     fmt::print("blas: {}\n", openblas_get_config());
+    // Graph devices: each one this build has is opened, so a missing or broken plugin shows here.
+    fmt::print("devices: cpu");
+    for (const std::string& name : runtime::BuiltGraphDevices()) fmt::print(" {}", name);
+    fmt::print("\n");
+    for (const std::string& name : runtime::BuiltGraphDevices()) {
+      try {
+        const auto device = runtime::OpenGraphDevice(name);
+        fmt::print("{}: {}\n", name, DeviceName(device->device()));
+        for (const auto& [key, value] : device->Properties()) fmt::print("  {}: {}\n", key, value);
+      } catch (const Error& e) {
+        fmt::print("{}: unavailable: {}\n", name, e.what());
+      }
+    }
   });
 }
 

@@ -23,6 +23,7 @@ struct OpOptions {
   std::vector<std::string> ins;
   std::vector<std::string> outs;
   bool describe = false;
+  std::string device = "cpu";
 };
 
 std::string PortName(const std::string& port) {
@@ -128,7 +129,8 @@ void RunOp(const OpOptions& o) {
   graph.outputs = node.outputs;
   graph.nodes.push_back(node);
   auto backend = cpu::CreateBackend();
-  runtime::Executor executor(graph, *backend);
+  const std::unique_ptr<runtime::GraphDevice> device = OpenDeviceOption(o.device);
+  runtime::Executor executor(graph, *backend, {.device = device.get()});
   std::map<std::string, Tensor> state;
   for (int k = 0; k < state_in; ++k) {
     state["op/" + impl->state[static_cast<size_t>(k)]] = io::ReadNpy(o.ins[static_cast<size_t>(max_in + k)]);
@@ -169,6 +171,7 @@ void AddOpCommand(CLI::App& app) {
   cmd->add_option("--in", o->ins, "Input .npy file, in the op's input order, then state (repeatable)");
   cmd->add_option("--out", o->outs, "Output .npy file, in the op's output order, then state (repeatable)");
   cmd->add_flag("--describe", o->describe, "Print the op's inputs, outputs, attributes and dtypes");
+  cmd->add_option("--device", o->device, "cpu (default) or xla[:N] (an op without a lowering falls back to the CPU)");
   cmd->callback([o] { RunOp(*o); });
 }
 

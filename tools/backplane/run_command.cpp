@@ -29,6 +29,8 @@ struct RunOptions {
   std::string save_params;
   bool check_finite = false;
   bool quiet = false;
+  std::string device = "cpu";
+  bool explain = false;
 };
 
 void Run(const RunOptions& o) {
@@ -53,7 +55,8 @@ void Run(const RunOptions& o) {
     output_files[name] = file;
   }
   auto backend = cpu::CreateBackend();
-  runtime::Executor executor(std::move(graph), *backend, {.check_finite_params = o.check_finite});
+  const std::unique_ptr<runtime::GraphDevice> device = OpenDeviceOption(o.device);
+  runtime::Executor executor(std::move(graph), *backend, {.check_finite_params = o.check_finite, .device = device.get()});
   if (is_onnx) executor.LoadParams(imported.initializers);
   if (!o.params.empty()) {
     const auto tensors = io::ReadSafetensors(o.params);
@@ -63,6 +66,11 @@ void Run(const RunOptions& o) {
     }
     executor.LoadParams(params);
     executor.LoadState(tensors);
+  }
+  if (o.explain) {
+    std::map<std::string, Shape> shapes;
+    for (const auto& [name, t] : inputs) shapes[name] = t.shape();
+    fmt::print("placement on {}:\n{}", o.device, ExplainPlacement(executor.Placement(shapes)));
   }
   std::map<std::string, Tensor> results;
   for (int step = 1; step <= o.steps; ++step) {
@@ -92,7 +100,7 @@ void Run(const RunOptions& o) {
 
 void AddRunCommand(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "Run a graph file on the CPU backend");
+  CLI::App* cmd = app.add_subcommand("run", "Run a graph file on the CPU or a device");
   cmd->add_option("graph", o->graph, "Graph file (JSON) or ONNX model (.onnx)")->required();
   cmd->add_option("--input", o->inputs, "NAME=FILE.npy for a graph input (repeatable)");
   cmd->add_option("--params", o->params, "Parameters (and optimizer state) from a .safetensors file");
@@ -103,6 +111,8 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_option("--save-params", o->save_params, "Write parameters and state to a .safetensors file");
   cmd->add_flag("--check-finite", o->check_finite, "Reject parameters holding NaN or Inf");
   cmd->add_flag("--quiet", o->quiet, "Print nothing per step");
+  cmd->add_option("--device", o->device, "cpu (default) or xla[:N]: the device the graph is placed on");
+  cmd->add_flag("--explain", o->explain, "Print where each node runs (device or CPU fallback, with the reason)");
   cmd->callback([o] { Run(*o); });
 }
 

@@ -32,6 +32,7 @@ struct TrainOptions {
   std::vector<std::string> eval_data;
   std::string params;
   std::string save_params;
+  std::string device = "cpu";
 };
 
 std::map<std::string, Tensor> LoadData(const std::string& option, const std::vector<std::string>& items,
@@ -92,7 +93,8 @@ void Train(const TrainOptions& o) {
   for (const std::string& out : graph.outputs) has_loss = has_loss || out == o.loss;
   if (!has_loss) ThrowInvalidArgument("backplane train", "--loss", "a graph output name", "'" + o.loss + "'");
   auto backend = cpu::CreateBackend();
-  runtime::Executor trainer(graph, *backend);
+  const std::unique_ptr<runtime::GraphDevice> device = OpenDeviceOption(o.device);
+  runtime::Executor trainer(graph, *backend, {.device = device.get()});
   if (!o.params.empty()) {
     const auto tensors = io::ReadSafetensors(o.params);
     std::map<std::string, Tensor> params;
@@ -139,7 +141,7 @@ void Train(const TrainOptions& o) {
                                    loss_sum / static_cast<double>(std::max<int64_t>(seen, 1)));
     if (eval_graph) {
       // A fresh executor per epoch, so running metrics cover this epoch's evaluation only.
-      runtime::Executor evaluator(*eval_graph, *backend);
+      runtime::Executor evaluator(*eval_graph, *backend, {.device = device.get()});
       std::map<std::string, Tensor> params;
       for (const auto& [name, t] : trainer.params().tensors) {
         if (evaluator.params().tensors.contains(name)) params[name] = t;
@@ -167,6 +169,7 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_option("--epochs", o->epochs, "Passes over the data")->check(CLI::Range(1, 1000000));
   cmd->add_option("--batch-size", o->batch_size, "Samples per step")->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--seed", o->seed, "Shuffle seed");
+  cmd->add_option("--device", o->device, "cpu (default) or xla[:N]: the device training runs on");
   cmd->add_option("--loss", o->loss, "Graph output reported as the training loss");
   cmd->add_option("--eval", o->eval_graph, "Evaluation graph sharing parameter names, run after each epoch");
   cmd->add_option("--eval-data", o->eval_data, "NAME=FILE.npy for the evaluation graph (repeatable)");

@@ -53,7 +53,15 @@ class GraphDevice {
   // Compiles (or finds in the device's cache) one program for the segment.
   virtual std::shared_ptr<DeviceProgram> Compile(const Segment& segment) = 0;
   virtual Tensor ToDevice(const Tensor& host) = 0;
+  // What `backplane info` shows: plugin path, platform, API versions, ...
+  virtual std::vector<std::pair<std::string, std::string>> Properties() const = 0;
 };
+
+// Opens a graph device by name ("xla", "xla:1"); nullptr for "cpu". Throws Error(DeviceUnavailable)
+// when this build has no such device or it cannot be opened (the message names the plugin).
+std::unique_ptr<GraphDevice> OpenGraphDevice(std::string_view name);
+// The graph devices this build can open ("xla" when built with the PJRT header).
+std::vector<std::string> BuiltGraphDevices();
 
 // Optimizer ops update their first input in place when it is a graph parameter.
 bool UpdatesParamInPlace(std::string_view op_id);
