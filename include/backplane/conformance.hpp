@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backplane/catalog/catalog.hpp"
+#include "backplane/runtime/graph_device.hpp"
 
 namespace backplane::conformance {
 
@@ -31,6 +32,13 @@ struct Options {
 
 // Runs the matrix on this machine. Methods without a fast kernel give "not_run" cells.
 std::vector<Cell> RunCpuMatrix(const Options& options = {});
+
+// Every canonical op as a one-node graph on `device` against the scalar CPU reference, in every
+// dtype it accepts (probes: src/conformance/device_probes_*.cpp). Cells have device "xla" (the
+// device kind), target `target` (e.g. "xla-cpu"), status "verified", "failed", "fallback" (the
+// device does not run the node; note = reason) or "not_run" (the probe was rejected by the CPU).
+std::vector<Cell> RunDeviceMatrix(runtime::GraphDevice& device, const std::string& target,
+                                  const Options& options = {});
 
 // Sizes used for length-parameterised kernels: 0, 1, lanes +- 1 for every vector width, odd sizes
 // and one over 64 KiB of f32.

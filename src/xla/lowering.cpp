@@ -70,6 +70,9 @@ const LoweringTable& Lowerings() {
     RegisterLinalgLowerings(t);
     RegisterTrainLowerings(t);
     RegisterNnLowerings(t);
+    RegisterTensorLowerings(t);
+    RegisterResearchLowerings(t);
+    RegisterGraphLowerings(t);
     return t;
   }();
   return table;

@@ -88,6 +88,9 @@ void RegisterShapeLowerings(LoweringTable& t);
 void RegisterLinalgLowerings(LoweringTable& t);
 void RegisterTrainLowerings(LoweringTable& t);
 void RegisterNnLowerings(LoweringTable& t);
+void RegisterTensorLowerings(LoweringTable& t);
+void RegisterResearchLowerings(LoweringTable& t);
+void RegisterGraphLowerings(LoweringTable& t);
 
 // Helpers shared by the lowerings.
 // Computation dtype of a floating op on `dtype`: f16/bf16 compute in f32 like the CPU kernels.

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "backplane/convert.hpp"
 #include "backplane/error.hpp"
 #include "pjrt_c_api.h"
 
@@ -228,14 +229,19 @@ std::shared_ptr<PjrtBuffer> PjrtClient::Upload(const Tensor& host) const {
   args.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
   args.client = client_;
   static const std::byte kEmpty[64] = {};
-  args.data = h.numel() == 0 ? kEmpty : h.data();
+  std::vector<uint8_t> bytes;  // bools unpacked to PRED bytes
+  if (h.dtype() == DType::Bool) {
+    bytes.resize(static_cast<size_t>(h.numel()));
+    for (int64_t i = 0; i < h.numel(); ++i) bytes[static_cast<size_t>(i)] = LoadBool(h.data(), i) ? 1 : 0;
+  }
+  args.data = h.numel() == 0 ? kEmpty : (bytes.empty() ? h.data() : bytes.data());
   args.type = BufferType(h.dtype());
   args.dims = h.shape().data();
   args.num_dims = h.shape().size();
   args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
   args.device = pjrt_device();
   Check(api_->PJRT_Client_BufferFromHostBuffer(&args), "PJRT_Client_BufferFromHostBuffer");
-  auto buffer = std::make_shared<PjrtBuffer>(shared_from_this(), args.buffer, h.nbytes());
+  auto buffer = std::make_shared<PjrtBuffer>(shared_from_this(), args.buffer, h.dtype(), h.numel());
   AwaitAndDestroy(*this, args.done_with_host_buffer, "PJRT_Client_BufferFromHostBuffer");
   return buffer;
 }
@@ -276,8 +282,8 @@ std::unique_ptr<PjrtExecutable> PjrtClient::Compile(const std::string& mlir, con
   return std::make_unique<PjrtExecutable>(shared_from_this(), args.executable, n.num_outputs);
 }
 
-PjrtBuffer::PjrtBuffer(std::shared_ptr<const PjrtClient> client, PJRT_Buffer* buffer, size_t bytes)
-    : client_(std::move(client)), buffer_(buffer), bytes_(bytes) {}
+PjrtBuffer::PjrtBuffer(std::shared_ptr<const PjrtClient> client, PJRT_Buffer* buffer, DType dtype, int64_t numel)
+    : client_(std::move(client)), buffer_(buffer), dtype_(dtype), numel_(numel) {}
 
 PjrtBuffer::~PjrtBuffer() {
   PJRT_Buffer_Destroy_Args args{};
@@ -294,17 +300,24 @@ PjrtBuffer::~PjrtBuffer() {
 Device PjrtBuffer::device() const { return client_->device(); }
 
 void PjrtBuffer::CopyToHost(void* dst, size_t bytes) const {
-  if (bytes != bytes_) {
-    throw Error(ErrorCode::Internal, kOp, fmt::format("device buffer holds {} bytes, copy asked for {}", bytes_, bytes));
+  const size_t host_bytes = DTypeStorageBytes(dtype_, numel_);
+  if (bytes != host_bytes) {
+    throw Error(ErrorCode::Internal, kOp, fmt::format("device buffer holds {} bytes, copy asked for {}", host_bytes, bytes));
   }
-  if (bytes == 0) return;
+  if (numel_ == 0) return;
+  std::vector<uint8_t> pred;
+  if (dtype_ == DType::Bool) pred.resize(static_cast<size_t>(numel_));
   PJRT_Buffer_ToHostBuffer_Args args{};
   args.struct_size = PJRT_Buffer_ToHostBuffer_Args_STRUCT_SIZE;
   args.src = buffer_;
-  args.dst = dst;
-  args.dst_size = bytes;
+  args.dst = pred.empty() ? dst : pred.data();
+  args.dst_size = pred.empty() ? bytes : pred.size();
   client_->Check(client_->api()->PJRT_Buffer_ToHostBuffer(&args), "PJRT_Buffer_ToHostBuffer");
   AwaitAndDestroy(*client_, args.event, "PJRT_Buffer_ToHostBuffer");
+  if (!pred.empty()) {
+    std::memset(dst, 0, bytes);
+    for (int64_t i = 0; i < numel_; ++i) StoreBool(dst, i, pred[static_cast<size_t>(i)] != 0);
+  }
 }
 
 PjrtExecutable::PjrtExecutable(std::shared_ptr<const PjrtClient> client, PJRT_LoadedExecutable* exe,
@@ -352,7 +365,7 @@ std::vector<Tensor> PjrtExecutable::Execute(const std::vector<const PjrtBuffer*>
   result.reserve(num_outputs_);
   for (size_t i = 0; i < num_outputs_; ++i) {
     const auto& [dtype, shape] = output_types[i];
-    auto storage = std::make_shared<PjrtBuffer>(client_, outputs[i], DTypeStorageBytes(dtype, NumElements(shape)));
+    auto storage = std::make_shared<PjrtBuffer>(client_, outputs[i], dtype, NumElements(shape));
     result.push_back(Tensor::OnDevice(dtype, shape, std::move(storage)));
   }
   AwaitAndDestroy(*client_, done, "PJRT_LoadedExecutable_Execute");

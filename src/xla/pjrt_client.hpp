@@ -28,7 +28,9 @@ class PjrtClient;
 // One device buffer; destroyed with its last reference.
 class PjrtBuffer final : public DeviceStorage {
  public:
-  PjrtBuffer(std::shared_ptr<const PjrtClient> client, PJRT_Buffer* buffer, size_t bytes);
+  // `dtype`/`numel` describe the tensor; bools are one byte per element on the device (PRED) and
+  // bit-packed on the host, so copies repack them.
+  PjrtBuffer(std::shared_ptr<const PjrtClient> client, PJRT_Buffer* buffer, DType dtype, int64_t numel);
   ~PjrtBuffer() override;
   Device device() const override;
   void CopyToHost(void* dst, size_t bytes) const override;
@@ -37,7 +39,8 @@ class PjrtBuffer final : public DeviceStorage {
  private:
   std::shared_ptr<const PjrtClient> client_;
   PJRT_Buffer* buffer_;
-  size_t bytes_;
+  DType dtype_;
+  int64_t numel_;
 };
 
 class PjrtExecutable {

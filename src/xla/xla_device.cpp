@@ -139,9 +139,9 @@ class XlaProgram final : public runtime::DeviceProgram {
     std::vector<Tensor> results = exe_->Execute(args, lowered_.output_types);
     const size_t first_check = num_outputs_ + lowered_.next_state_keys.size();
     for (size_t i = 0; i < lowered_.checks.size(); ++i) {
-      bool ok = false;
+      uint8_t ok = 0;  // a packed bool on the host
       results[first_check + i].device_storage()->CopyToHost(&ok, 1);
-      if (!ok) throw Error(ErrorCode::InvalidArgument, lowered_.checks[i].first, lowered_.checks[i].second);
+      if ((ok & 1) == 0) throw Error(ErrorCode::InvalidArgument, lowered_.checks[i].first, lowered_.checks[i].second);
     }
     for (size_t i = 0; i < lowered_.next_state_keys.size(); ++i) {
       state[lowered_.next_state_keys[i]] = std::move(results[num_outputs_ + i]);

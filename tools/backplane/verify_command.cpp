@@ -11,6 +11,7 @@
 #include "backplane/cpu/targets.hpp"
 #include "backplane/cpu_info.hpp"
 #include "backplane/error.hpp"
+#include "backplane/runtime/graph_device.hpp"
 #include "commands.hpp"
 
 namespace backplane::cli {
@@ -25,6 +26,7 @@ struct VerifyOptions {
   std::string record_file;
   std::string machine;
   bool from_records = false;
+  std::string device = "cpu";
 };
 
 
@@ -56,7 +58,17 @@ int Verify(const VerifyOptions& o) {
   options.quick = o.quick;
   options.targets = o.targets;
   options.only_op = o.op;
-  const auto cells = conformance::RunCpuMatrix(options);
+  const std::unique_ptr<runtime::GraphDevice> device = runtime::OpenGraphDevice(o.device);
+  std::string device_target;  // "xla-cpu": the device kind and its platform
+  if (device) {
+    std::string platform = "device";
+    for (const auto& [key, value] : device->Properties()) {
+      if (key == "platform") platform = value.substr(0, value.find(' '));
+    }
+    device_target = fmt::format("{}-{}", o.device.substr(0, o.device.find(':')), platform);
+  }
+  const auto cells = device ? conformance::RunDeviceMatrix(*device, device_target, options)
+                            : conformance::RunCpuMatrix(options);
   int failed = 0;
   for (const auto& c : cells) failed += c.status == "failed" ? 1 : 0;
   if (!o.write_docs.empty() || !o.record_file.empty()) {
@@ -66,14 +78,18 @@ int Verify(const VerifyOptions& o) {
     char date[16];
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
     record.date = date;
-    record.command = o.write_docs.empty() ? fmt::format("backplane verify{} --record", o.quick ? " --quick" : "")
-                                          : "backplane verify --write-docs docs";
-    record.targets = options.targets.empty() ? cpu::RunnableTargets() : options.targets;
+    const std::string device_flag = device ? " --device " + o.device : "";
+    record.command = o.write_docs.empty()
+                         ? fmt::format("backplane verify{}{} --record", device_flag, o.quick ? " --quick" : "")
+                         : fmt::format("backplane verify{} --write-docs docs", device_flag);
+    record.targets = device ? std::vector<std::string>{device_target}
+                            : options.targets.empty() ? cpu::RunnableTargets() : options.targets;
     record.cells = cells;
     const std::string json = conformance::RecordToJson(record).dump(1) + "\n";
     if (!o.record_file.empty()) WriteFile(o.record_file, json);
     if (!o.write_docs.empty()) {
-      WriteFile(o.write_docs + "/verify-cpu.json", json);
+      const std::string kind = device ? o.device.substr(0, o.device.find(':')) : "cpu";
+      WriteFile(o.write_docs + "/verify-" + kind + ".json", json);
       WriteMatrices(o.write_docs);
     }
   } else if (o.format == "json") {
@@ -102,6 +118,9 @@ void AddVerifyCommand(CLI::App& app) {
                   "if present) into this folder");
   cmd->add_option("--record", o->record_file, "Write this run's record (cells and machine) to this JSON file");
   cmd->add_option("--machine", o->machine, "Machine description for the record (default: the CPU model)");
+  cmd->add_option("--device", o->device,
+                  "cpu (default: the SIMD matrix) or xla[:N]: every op as a one-node graph on the device "
+                  "against the scalar reference (record: verify-xla.json)");
   cmd->add_flag("--from-records", o->from_records,
                 "With --write-docs: run nothing, regenerate the three matrices from the records there");
   cmd->callback([o] {

@@ -1,0 +1,42 @@
+// Probes for the per-op device conformance (`backplane verify --device`): the inputs and
+// attributes one op is run with, on the scalar CPU reference and on the device. An op without a
+// probe gets the default one (every required input T[4, 6] in [-2, 2]).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backplane/dtype.hpp"
+#include "backplane/tensor.hpp"
+
+namespace backplane::conformance {
+
+struct ProbeInput {
+  std::string dtype = "T";  // "T": the dtype under test; "": an omitted optional input; else fixed
+  Shape shape = {};
+  double lo = -2.0;  // uniform values in [lo, hi] (integers: rounded; bool: 0/1)
+  double hi = 2.0;
+};
+
+struct DeviceProbe {
+  std::string op = "";
+  std::vector<ProbeInput> inputs = {};
+  std::string attrs = "{}";   // the node's attrs as graph JSON
+  std::vector<DType> dtypes = {};  // empty: every dtype the op accepts that the harness tests
+  int outputs = 0;            // outputs to name; 0: the op's required outputs
+  double tolerance_scale = 1.0;  // times DefaultTolerance(dtype), for ops whose device math differs
+  int runs = 1;                  // > 1 for stateful ops: the state must carry over
+};
+
+// Every probe of every family; several probes per op are allowed (different attributes).
+std::vector<DeviceProbe> DeviceProbes();
+
+// Family tables (device_probes_<family>.cpp).
+void AddElementwiseProbes(std::vector<DeviceProbe>& p);
+void AddActivationProbes(std::vector<DeviceProbe>& p);
+void AddNnProbes(std::vector<DeviceProbe>& p);
+void AddTensorProbes(std::vector<DeviceProbe>& p);
+void AddTrainProbes(std::vector<DeviceProbe>& p);
+void AddResearchProbes(std::vector<DeviceProbe>& p);
+
+}  // namespace backplane::conformance
