@@ -49,6 +49,7 @@ demo: build
 docs: build
 	$(BUILD)/backplane inventory --format md > docs/backend-inventory.md
 	$(BUILD)/backplane verify --write-docs docs
+	$(BUILD)/backplane verify --device xla --write-docs docs
 
 clean:
 	rm -rf $(BUILD)

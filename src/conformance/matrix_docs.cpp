@@ -42,10 +42,14 @@ struct OpStatus {
   double max_error = 0.0;
 };
 
+// Device records (verify-xla.json) hold per-op graph cells, not SIMD-target cells.
+bool IsDeviceRecord(const NamedRecord& r) { return r.file.find("verify-xla") != std::string::npos; }
+
 // The record that speaks for each target: the first one that ran it.
 std::map<std::string, const NamedRecord*> Owners(const std::vector<NamedRecord>& records) {
   std::map<std::string, const NamedRecord*> owners;
   for (const NamedRecord& r : records) {
+    if (IsDeviceRecord(r)) continue;
     for (const std::string& t : r.record.targets) owners.emplace(t, &r);
   }
   return owners;
@@ -108,6 +112,48 @@ std::string Header(const std::vector<NamedRecord>& records, const std::string& t
       title, what, sources);
 }
 
+// One device's per-op outcome from its record: dtypes verified / failed / not run, and the fallback
+// reasons by dtype.
+struct DeviceOpStatus {
+  std::vector<std::string> verified, failed, not_run;
+  std::map<std::string, std::vector<std::string>> fallback;  // reason -> dtypes
+};
+
+const NamedRecord* DeviceRecord(const std::vector<NamedRecord>& records) {
+  for (const NamedRecord& r : records) {
+    if (IsDeviceRecord(r)) return &r;
+  }
+  return nullptr;
+}
+
+std::map<std::string, DeviceOpStatus> DeviceStatus(const NamedRecord& r) {
+  std::map<std::string, DeviceOpStatus> s;
+  for (const Cell& c : r.record.cells) {
+    DeviceOpStatus& st = s[c.op];
+    if (c.status == "verified") st.verified.push_back(c.dtype);
+    else if (c.status == "failed") st.failed.push_back(c.dtype);
+    else if (c.status == "fallback") st.fallback[c.note].push_back(c.dtype);
+    else st.not_run.push_back(c.dtype);
+  }
+  return s;
+}
+
+std::string DeviceCell(const DeviceOpStatus* st) {
+  if (st == nullptr) return "not in the record";
+  std::vector<std::string> parts;
+  if (!st->failed.empty()) parts.push_back(fmt::format("**failed** in {}", fmt::join(st->failed, ", ")));
+  if (!st->verified.empty()) parts.push_back(fmt::format("verified in {}", fmt::join(st->verified, ", ")));
+  for (const auto& [reason, dtypes] : st->fallback) {
+    std::string why = reason;
+    for (char& ch : why) {
+      if (ch == '|') ch = '/';
+    }
+    parts.push_back(fmt::format("CPU fallback in {} ({})", fmt::join(dtypes, ", "), why));
+  }
+  if (!st->not_run.empty()) parts.push_back(fmt::format("not run in {} (no probe)", fmt::join(st->not_run, ", ")));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 std::string TargetCell(const TargetCount& n, int registered) {
   return fmt::format("registered {}, verified {}{}{}", registered, n.verified,
                      n.failed ? fmt::format(", **failed {}**", n.failed) : "",
@@ -118,7 +164,7 @@ std::string TargetCell(const TargetCount& n, int registered) {
 
 std::vector<NamedRecord> LoadRecords(const std::string& docs_dir) {
   std::vector<NamedRecord> records;
-  for (const char* name : {"verify-cpu.json", "verify-arm.json"}) {
+  for (const char* name : {"verify-cpu.json", "verify-arm.json", "verify-xla.json"}) {
     std::ifstream f(docs_dir + "/" + name);
     if (!f) {
       if (records.empty()) throw Error(ErrorCode::InvalidArgument, "LoadRecords", fmt::format("{}/{} is missing", docs_dir, name));
@@ -205,6 +251,8 @@ std::string DeviceBackendMatrixMarkdown(const std::vector<NamedRecord>& records)
   md << Header(records, "Device backend matrix (T1.4)", "Rows are the seed's 119 required operation IDs.");
   const auto status = Summarize(records);
   const auto owners = Owners(records);
+  const NamedRecord* xla = DeviceRecord(records);
+  const auto xla_status = xla ? DeviceStatus(*xla) : std::map<std::string, DeviceOpStatus>{};
   md << "| # | Operation ID | CPU | CUDA | XLA | Metal |\n|---|---|---|---|---|---|\n";
   for (const catalog::OpInfo& op : catalog::Ops()) {
     if (!op.required) continue;
@@ -231,9 +279,19 @@ std::string DeviceBackendMatrixMarkdown(const std::vector<NamedRecord>& records)
         cpu = "implemented (reference; scalar by design)";
       }
     }
-    md << fmt::format("| {} | `{}` | {} | not built | not built | not built (Linux) |\n", op.required_index + 1, op.id, cpu);
+    std::string xla_cell = "not run here";
+    if (xla) {
+      const auto it = xla_status.find(canonical->id);
+      xla_cell = DeviceCell(it == xla_status.end() ? nullptr : &it->second);
+    }
+    md << fmt::format("| {} | `{}` | {} | not built | {} | not built (Linux) |\n", op.required_index + 1, op.id, cpu,
+                      xla_cell);
   }
-  md << "\nCUDA and XLA backends are not built yet; Metal cannot be built or run on Linux.\n";
+  md << fmt::format(
+      "\nXLA: each op as a one-node graph through the PJRT plugin against the scalar CPU reference on the same "
+      "inputs ({}). A CPU fallback means the device does not run the node and the executor runs it on the CPU "
+      "with copies at the cut. The CUDA backend is not built yet; Metal cannot be built or run on Linux.\n",
+      xla ? fmt::format("`{}`", xla->file) : std::string("no record here"));
   return md.str();
 }
 
@@ -265,8 +323,53 @@ std::string BackendCoverageMarkdown(const std::vector<NamedRecord>& records) {
   md << fmt::format("| CPU scalar reference | {} | {} | — | golden-tested by unit tests | — | — | — |\n", ops.size(),
                     implemented);
   md << fmt::format("| CUDA | {} | not built | — | not run here | — | — | — |\n", ops.size());
-  md << fmt::format("| XLA | {} | not built | — | not run here | — | — | — |\n", ops.size());
+  const NamedRecord* xla = DeviceRecord(records);
+  if (xla == nullptr) {
+    md << fmt::format("| XLA | {} | not run here | — | not run here | — | — | — |\n", ops.size());
+  }
   md << fmt::format("| Metal | {} | not built (Linux) | — | not run here | — | — | — |\n", ops.size());
+  if (xla != nullptr) {
+    // Every canonical op, not only the single-method ones: the device runs graph nodes.
+    const auto st = DeviceStatus(*xla);
+    int canonical = 0, lowered = 0, all_verified = 0, any_failed = 0, all_fallback = 0, partial = 0, no_probe = 0;
+    std::map<std::string, std::vector<std::string>> by_reason;
+    for (const catalog::OpInfo& op : catalog::Ops()) {
+      if (!op.alias_of.empty()) continue;
+      ++canonical;
+      const auto it = st.find(op.id);
+      if (it == st.end()) {
+        ++no_probe;
+        continue;
+      }
+      const DeviceOpStatus& s = it->second;
+      const bool runs = !s.verified.empty() || !s.failed.empty();
+      lowered += runs ? 1 : 0;
+      if (!s.failed.empty()) ++any_failed;
+      else if (runs && s.not_run.empty() && s.fallback.empty()) ++all_verified;
+      else if (runs && s.not_run.empty()) ++partial;
+      else if (!runs && s.not_run.empty()) ++all_fallback;
+      else ++no_probe;
+      if (!runs) {
+        for (const auto& [reason, dtypes] : s.fallback) by_reason[reason].push_back(op.id);
+      }
+    }
+    md << fmt::format(
+        "\n## XLA device\n\nFrom `{}` ({}, `{}`): every canonical op as a one-node graph on the device against the "
+        "scalar CPU reference, in every dtype it accepts.\n\n"
+        "| Canonical ops | Lowered (run on the device) | Verified in every dtype | Verified, some dtypes fall back | "
+        "**Failed** | CPU fallback in every dtype | Not run (no probe) |\n|---|---|---|---|---|---|---|\n"
+        "| {} | {} | {} | {} | {} | {} | {} |\n",
+        xla->file, xla->record.cpu_model, xla->record.command, canonical, lowered, all_verified, partial, any_failed,
+        all_fallback, no_probe);
+    if (!by_reason.empty()) {
+      md << "\nOps that run on the CPU on this device, by reason:\n\n";
+      for (const auto& [reason, ids] : by_reason) {
+        std::vector<std::string> quoted;
+        for (const std::string& id : ids) quoted.push_back("`" + id + "`");
+        md << fmt::format("- {}: {}\n", reason, fmt::join(quoted, ", "));
+      }
+    }
+  }
   return md.str();
 }
 
@@ -274,13 +377,15 @@ std::string CellsMarkdown(const std::vector<Cell>& cells) {
   std::ostringstream md;
   md << "| Op | Target | dtype | Status | Max error | Note |\n|---|---|---|---|---|---|\n";
   for (const Cell& c : cells) {
-    if (c.status == "not_run") continue;
+    if (c.status == "not_run" && c.device == "cpu") continue;
     md << fmt::format("| `{}` | {} | {} | {} | {:.3g} | {} |\n", c.op, c.target, c.dtype, c.status, c.max_error, c.note);
   }
   int not_run = 0;
-  for (const Cell& c : cells) not_run += c.status == "not_run" ? 1 : 0;
-  md << fmt::format("\n{} further cells not run (no SIMD kernel, scalar by design, composite or graph-only ops).\n",
-                    not_run);
+  for (const Cell& c : cells) not_run += c.status == "not_run" && c.device == "cpu" ? 1 : 0;
+  if (not_run > 0) {
+    md << fmt::format("\n{} further cells not run (no SIMD kernel, scalar by design, composite or graph-only ops).\n",
+                      not_run);
+  }
   return md.str();
 }
 

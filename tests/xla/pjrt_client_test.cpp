@@ -85,3 +85,38 @@ TEST(PjrtClient, GarbageFileIsRefused) {
 
 }  // namespace
 }  // namespace backplane::xla
+
+namespace backplane::xla {
+namespace {
+
+std::string OpenFakeError(const char* mode) {
+  setenv("FAKE_PJRT_MODE", mode, 1);
+  try {
+    (void)PjrtClient::Open(FAKE_PJRT_PLUGIN);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::DeviceUnavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find(FAKE_PJRT_PLUGIN), std::string::npos) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "mode " << mode << " opened";
+  return "";
+}
+
+TEST(PjrtClient, IncompatibleMajorVersionIsRefused) {
+  EXPECT_NE(OpenFakeError("major").find("PJRT C API 1.81 is incompatible"), std::string::npos);
+}
+
+TEST(PjrtClient, TooOldMinorVersionIsRefused) {
+  EXPECT_NE(OpenFakeError("old").find("PJRT C API 0.1 is incompatible"), std::string::npos);
+}
+
+TEST(PjrtClient, TruncatedApiTableIsRefused) {
+  EXPECT_NE(OpenFakeError("small").find("struct_size 64"), std::string::npos);
+}
+
+TEST(PjrtClient, ClientCreationFailureCarriesThePluginMessage) {
+  EXPECT_NE(OpenFakeError("noclient").find("fake plugin: no devices can be created"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace backplane::xla

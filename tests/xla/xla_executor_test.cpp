@@ -78,3 +78,84 @@ TEST(XlaExecutor, OutOfRangeTargetsFailLikeTheCpu) {
 
 }  // namespace
 }  // namespace backplane::xla
+
+namespace backplane::xla {
+namespace {
+
+// x -> exp (device); q (int4, which the device does not lower) -> dequant (CPU); exp + dequant
+// (device again, reading exp's result where it stayed).
+const char* kSplitGraph = R"({"format": "backplane.graph", "version": 1, "name": "split",
+  "inputs": [{"name": "x", "dtype": "f32", "shape": ["n", 4]}, {"name": "q", "dtype": "i4", "shape": ["n", 4]}],
+  "nodes": [
+    {"op": "math.exp", "name": "e", "inputs": ["x"], "outputs": ["e"]},
+    {"op": "quant.dequant_int4", "name": "dq", "inputs": ["q"], "outputs": ["d"], "attrs": {"scale": 0.5}},
+    {"op": "math.add", "name": "sum", "inputs": ["e", "d"], "outputs": ["y"]}],
+  "outputs": ["y"]})";
+
+Tensor Int4(Shape shape, uint64_t seed) {
+  Tensor t(DType::Int4, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.SetDouble(i, static_cast<double>(static_cast<int64_t>((i * 5 + seed) % 16) - 8));
+  return t;
+}
+
+TEST(XlaExecutor, UnsupportedNodesRunOnTheCpuBetweenDevicePrograms) {
+  const ir::Graph graph = ir::ParseGraph(kSplitGraph);
+  auto backend = cpu::CreateBackend();
+  runtime::Executor cpu(graph, *backend);
+  runtime::Executor xla(graph, *backend, {.device = &Device()});
+  const auto placement = xla.Placement({{"x", {2, 4}}, {"q", {2, 4}}});
+  ASSERT_EQ(placement.size(), 3u);
+  EXPECT_EQ(placement[0].device, "xla:0");
+  EXPECT_EQ(placement[1].device, "cpu");
+  EXPECT_NE(placement[1].fallback.find("i4"), std::string::npos) << placement[1].fallback;
+  EXPECT_EQ(placement[2].device, "xla:0");
+  EXPECT_NE(placement[0].segment, placement[2].segment);
+  const std::map<std::string, Tensor> in = {{"x", Random(DType::Float32, {2, 4}, 7)}, {"q", Int4({2, 4}, 3)}};
+  ExpectClose(xla.Run(in).at("y"), cpu.Run(in).at("y"), 0, "y");
+}
+
+TEST(XlaExecutor, NewShapesCompileOnceAndReuseTheCache) {
+  const ir::Graph graph = ir::ParseGraph(kSplitGraph);
+  auto backend = cpu::CreateBackend();
+  auto device = XlaDevice::Open();
+  runtime::Executor xla(graph, *backend, {.device = device.get()});
+  (void)xla.Run({{"x", Random(DType::Float32, {2, 4}, 1)}, {"q", Int4({2, 4}, 1)}});
+  EXPECT_EQ(device->compiled_programs(), 2);  // two device segments
+  (void)xla.Run({{"x", Random(DType::Float32, {5, 4}, 2)}, {"q", Int4({5, 4}, 2)}});
+  EXPECT_EQ(device->compiled_programs(), 4);
+  // Back to the first shapes: the executables are found in the device's cache.
+  (void)xla.Run({{"x", Random(DType::Float32, {2, 4}, 3)}, {"q", Int4({2, 4}, 3)}});
+  EXPECT_EQ(device->compiled_programs(), 4);
+}
+
+TEST(XlaExecutor, SavedStateResumesTrainingOnTheDevice) {
+  const ir::Graph graph = ir::ReadGraphFile(std::string(BACKPLANE_SOURCE_DIR) + "/examples/digits/train.json");
+  auto backend = cpu::CreateBackend();
+  Tensor x = Random(DType::Float32, {8, 64}, 5, 0, 16);
+  Tensor y(DType::Int32, {8});
+  for (int64_t i = 0; i < 8; ++i) y.data_as<int32_t>()[i] = static_cast<int32_t>(i % 10);
+  runtime::Executor a(graph, *backend, {.device = &Device()});
+  for (int i = 0; i < 3; ++i) (void)a.Run({{"x", x}, {"y", y}});
+  const auto saved = a.SaveParams();
+  runtime::Executor b(graph, *backend, {.device = &Device()});
+  std::map<std::string, Tensor> params;
+  for (const auto& [name, t] : saved) {
+    if (name.find('/') == std::string::npos) params[name] = t;
+  }
+  b.LoadParams(params);
+  b.LoadState(saved);
+  const auto next_a = a.Run({{"x", x}, {"y", y}});
+  const auto next_b = b.Run({{"x", x}, {"y", y}});
+  for (const auto& [name, t] : next_a) ExpectClose(next_b.at(name), t, 0, name);
+  EXPECT_EQ(b.SaveParams().at("w1_next/step").GetDouble(0), 4.0);
+}
+
+TEST(XlaExecutor, WrongInputDTypeIsRefusedBeforeAnyDeviceWork) {
+  const ir::Graph graph = ir::ParseGraph(kSplitGraph);
+  auto backend = cpu::CreateBackend();
+  runtime::Executor xla(graph, *backend, {.device = &Device()});
+  EXPECT_THROW((void)xla.Run({{"x", Tensor(DType::Float64, {2, 4})}, {"q", Int4({2, 4}, 0)}}), Error);
+}
+
+}  // namespace
+}  // namespace backplane::xla
