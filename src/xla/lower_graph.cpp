@@ -17,6 +17,13 @@ void RegisterGraphLowerings(LoweringTable& t) {
     }
     return std::vector<Value>{ctx.b.Constant(out, values)};
   });
+  // model.* ops read and edit the executor's parameter store (names, patterns, frozen flags)
+  // while the graph runs: host-side bookkeeping, not tensor computation.
+  for (const char* id : {"model.freeze", "model.graft"}) {
+    t.Add(id, [](LowerContext& ctx, std::span<const Value>) -> std::vector<Value> {
+      ctx.Unsupported("edits the executor's parameter store on the host (names, patterns, frozen flags)");
+    });
+  }
 }
 
 }  // namespace backplane::xla

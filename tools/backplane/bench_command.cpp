@@ -23,6 +23,7 @@
 #include "backplane/error.hpp"
 #include "backplane/llm/model_bench.hpp"
 #include "backplane/llama_cpp_peer.hpp"
+#include "bench_device.hpp"
 #include "commands.hpp"
 
 namespace backplane::cli {
@@ -36,6 +37,7 @@ struct BenchOptions {
   std::string embed_model;  // --embed-model: a sentence encoder directory
   std::string onnx_model;   // --onnx-model: an ONNX graph
   std::vector<int> threads{1, 2};
+  std::string device = "cpu";  // --device: graphs on a device beside the CPU backend
 };
 
 // Prompt processing (128 tokens) and generation (64 tokens) of a GGUF model at each thread
@@ -197,6 +199,7 @@ void RunOnnxBench(const BenchOptions& o) {
 }
 
 void RunBench(const BenchOptions& o) {
+  if (o.device != "cpu") return RunDeviceBench(o.device, o.onnx_model, o.min_time, o.format);
   if (!o.model.empty()) return RunModelBench(o);
   if (!o.onnx_model.empty()) return RunOnnxBench(o);
   if (!o.embed_model.empty()) return RunEmbedBench(o);
@@ -251,6 +254,9 @@ void AddBenchCommand(CLI::App& app) {
                   "A sentence encoder directory: time batch {1, 32} x seq {16, 128} beside onnxruntime");
   cmd->add_option("--onnx-model", o->onnx_model, "An ONNX model: runs/s on ONNX's dummy input beside onnxruntime");
   cmd->add_option("--threads", o->threads, "Thread counts for --model, --embed-model and --onnx-model")->delimiter(',');
+  cmd->add_option("--device", o->device,
+                  "xla[:N]: the transformer block, a digits training step (and --onnx-model) on the device beside "
+                  "the CPU backend, compile time apart");
   cmd->callback([o] { RunBench(*o); });
 }
 
