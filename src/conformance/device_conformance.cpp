@@ -205,6 +205,43 @@ std::vector<Cell> RunDeviceMatrix(runtime::GraphDevice& device, const std::strin
               }
             }
           }
+          // The same probe with NaN, +-Inf and -0 planted in its floating inputs: the device must
+          // follow the reference's special-value rules too (skipped when the reference rejects them).
+          if (cell.status == "verified" && probe.runs == 1 && IsFloatingPoint(dtype)) {
+            std::map<std::string, Tensor> special = inputs;
+            bool planted = false;
+            for (size_t i = 0; i < probe.inputs.size(); ++i) {
+              if (probe.inputs[i].dtype != "T") continue;
+              Tensor t = special.at(fmt::format("in{}", i)).Clone();
+              static const double kSpecials[] = {NAN, INFINITY, -INFINITY, -0.0};
+              for (int64_t k = 2; k < t.numel(); k += 5) t.SetDouble(k, kSpecials[(k / 5) % 4]);
+              planted = planted || t.numel() > 2;
+              special[fmt::format("in{}", i)] = t;
+            }
+            std::map<std::string, Tensor> want;
+            bool reference_accepts = planted;
+            if (planted) {
+              try {
+                runtime::Executor fresh_ref(ref.graph(), *reference);
+                want = fresh_ref.Run(special);
+              } catch (const Error&) {
+                reference_accepts = false;
+              }
+            }
+            if (reference_accepts) {
+              runtime::Executor fresh_dev(ref.graph(), *reference, runtime::ExecutorOptions{.device = &device});
+              const auto got = fresh_dev.Run(special);
+              for (const std::string& name : outs) {
+                std::string where;
+                double ignored = 0;
+                if (Compare(got.at(name), want.at(name), probe.tolerance_scale, &ignored, &where) > 1.0) {
+                  cell.status = "failed";
+                  cell.note = fmt::format("with NaN/Inf/-0 inputs, output {}: {}", name, where);
+                  break;
+                }
+              }
+            }
+          }
         } catch (const Error& e) {
           cell.status = "failed";
           cell.note = e.what();

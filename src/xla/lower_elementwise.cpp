@@ -31,14 +31,14 @@ LowerFn BinaryFloat(Fn2 f) {
 Value Op(Builder& b, const char* name, const Value& x) { return b.Unary(name, x); }
 
 Value Relu(Builder& b, const Value& x) {
-  // NaN -> 0 like the CPU kernel (max(x, 0) would propagate it).
-  return b.Select(b.Compare(x, b.SplatLike(x, 0.0), "GT"), x, b.SplatLike(x, 0.0));
+  // torch.relu: x < 0 -> 0, otherwise x (NaN and -0 pass through), like the reference.
+  return b.Select(b.Compare(x, b.SplatLike(x, 0.0), "LT"), b.SplatLike(x, 0.0), x);
 }
 
 Value Sign(Builder& b, const Value& x) {
-  // +1, -1, 0; NaN -> 0 (math.sign's rule).
+  // numpy.sign: +1, -1, +0 for either zero, NaN for NaN (the reference's rule).
   const Value zero = b.SplatLike(x, 0.0);
-  const Value pos = b.Select(b.Compare(x, zero, "GT"), b.SplatLike(x, 1.0), zero);
+  const Value pos = b.Select(b.Compare(x, zero, "GT"), b.SplatLike(x, 1.0), b.Select(b.Compare(x, zero, "EQ"), zero, x));
   return b.Select(b.Compare(x, zero, "LT"), b.SplatLike(x, -1.0), pos);
 }
 

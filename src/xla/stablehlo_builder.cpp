@@ -281,6 +281,17 @@ Value Builder::ScalarLiteral(DType dtype, const std::string& literal) {
 
 Value Builder::Reduce(const Value& x, std::span<const int64_t> dims, ReduceKind kind) {
   const DType dt = x.dtype();
+  if ((kind == ReduceKind::Max || kind == ReduceKind::Min) && IsFloatingPoint(dt)) {
+    // XLA's CPU reductions do not propagate NaN through maximum/minimum; the reference does.
+    const Value reduced = ReduceNumbers(x, dims, kind);
+    const Value any_nan = ReduceNumbers(Compare(x, x, "NE"), dims, ReduceKind::Or);
+    return Select(any_nan, Splat(reduced.type, NAN), reduced);
+  }
+  return ReduceNumbers(x, dims, kind);
+}
+
+Value Builder::ReduceNumbers(const Value& x, std::span<const int64_t> dims, ReduceKind kind) {
+  const DType dt = x.dtype();
   const char* op = ReduceOp(kind);
   const Value init_v = ScalarLiteral(dt, ReduceInit(dt, kind));
   Shape shape;

@@ -69,7 +69,7 @@ class Builder {
   Value Slice(const Value& x, std::span<const int64_t> start, std::span<const int64_t> limit,
               std::span<const int64_t> strides);
   Value Concatenate(std::span<const Value> parts, int64_t axis);
-  // Reduces `dims` away. Sum/Prod/Max/Min on numbers, And/Or on i1.
+  // Reduces `dims` away. Sum/Prod/Max/Min on numbers, And/Or on i1. Max/Min propagate NaN.
   Value Reduce(const Value& x, std::span<const int64_t> dims, ReduceKind kind);
   // Like Reduce but keeps the reduced axes as size 1.
   Value ReduceKeep(const Value& x, std::span<const int64_t> dims, ReduceKind kind);
@@ -84,6 +84,7 @@ class Builder {
 
  private:
   std::string Fresh();
+  Value ReduceNumbers(const Value& x, std::span<const int64_t> dims, ReduceKind kind);
   std::vector<Value> args_;
   std::string body_;
   int next_ = 0;
