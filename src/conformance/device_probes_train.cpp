@@ -13,6 +13,8 @@ void AddTrainProbes(std::vector<DeviceProbe>& p) {
                          "train.loss.mae_grad", "train.loss.huber_grad"}) {
     p.push_back({.op = op, .inputs = {{"T", {5, 7}, -3, 3}, {"T", {5, 7}, -3, 3}}});
     p.push_back({.op = op, .inputs = {{"T", {3, 2, 5}, -0.8, 0.8}, {"T", {3, 2, 5}, -0.5, 0.5}}});
+    p.push_back({.op = op, .inputs = {{"T", {}}, {"T", {}}}});          // rank 0
+    p.push_back({.op = op, .inputs = {{"T", {0, 3}}, {"T", {0, 3}}}});  // empty: the mean is NaN
   }
   // Probabilities in [0, 1] (the kernels reject anything else), soft targets.
   for (const char* op : {"train.loss.binary_cross_entropy", "train.loss.binary_cross_entropy_grad"}) {
@@ -30,6 +32,11 @@ void AddTrainProbes(std::vector<DeviceProbe>& p) {
   auto opt = [&](const char* op, const char* attrs) {
     p.push_back({.op = op, .inputs = pg, .attrs = attrs, .runs = 3});
   };
+  for (const char* op : {"train.optimizer.adamax", "train.optimizer.lamb", "train.optimizer.sgd", "train.optimizer.lion",
+                         "train.optimizer.rmsprop", "train.optimizer.hebbian", "train.optimizer.lars",
+                         "train.optimizer.adagrad", "train.optimizer.adadelta", "train.optimizer.lbfgs"}) {
+    p.push_back({.op = op, .inputs = {{"T", {0}}, {"T", {0}}}, .runs = 2});  // empty params: only counters move
+  }
   for (const char* op : {"train.optimizer.adam", "train.optimizer.adamw"}) {
     opt(op, R"({"lr": 0.01, "weight_decay": 0.1})");
   }
@@ -81,6 +88,8 @@ void AddTrainProbes(std::vector<DeviceProbe>& p) {
     p.push_back({.op = "math.dropout", .inputs = {{"T", {7, 9}}}, .attrs = attrs, .runs = 3});
   }
   p.push_back({.op = "math.dropout", .inputs = {{"T", {2, 3, 5}}}, .attrs = R"({"p": 0.25, "seed": 99})", .runs = 2});
+  p.push_back({.op = "math.dropout", .inputs = {{"T", {}}}, .attrs = R"({"p": 0.5, "seed": 4})", .runs = 4});
+  p.push_back({.op = "math.dropout", .inputs = {{"T", {0, 4}}}, .attrs = R"({"p": 0.5})", .runs = 2});
 
   // Samplers: [B, V] and [V] logits; greedy, temperatures, top_k below / at / above V, top_p.
   p.push_back({.op = "sampling.greedy", .inputs = {{"T", {5, 11}, -3, 3}}});
