@@ -424,10 +424,22 @@ Value AdadeltaUpdate(Step& s) {
   return b.Add(s.p, b.Mul(s.C(-s.F("lr")), delta));
 }
 
+// stablehlo.while over `init`; cond and body see only the carried values.
+std::vector<Value> While(Builder& b, std::span<const Value> init, const std::function<Value(std::span<const Value>)>& cond,
+                         const std::function<std::vector<Value>(std::span<const Value>)>& body) {
+  std::vector<TensorType> types;
+  for (const Value& v : init) types.push_back(v.type);
+  const Builder::Region regions[] = {
+      {types, [&](std::span<const Value> a) { return std::vector<Value>{cond(a)}; }},
+      {types, [&](std::span<const Value> a) { return body(a); }},
+  };
+  return b.EmitRegions("stablehlo.while", init, types, regions);
+}
+
 // ---- L-BFGS ----------------------------------------------------------------------------------------
 // torch.optim.LBFGS's inner iteration (optimizer.cpp): the history is a ring of `history_size`
-// (s, y, rho) slots written with dynamic_update_slice at `head`; the two-loop recursion is
-// unrolled over every slot, each step masked by j < stored. A converged gradient (max |g| <=
+// (s, y, rho) slots written with dynamic_update_slice at `head`; the two-loop recursion runs as
+// two while loops over the stored pairs. A converged gradient (max |g| <=
 // tolerance_grad, no NaN) leaves params, state and the counter unchanged.
 Value LbfgsUpdate(Step& s) {
   Builder& b = s.b;
@@ -483,41 +495,50 @@ Value LbfgsUpdate(Step& s) {
   head = b.Select(accept, b.Binary("stablehlo.remainder", b.Add(head, i64(1.0)), mi), head);
   stored = b.Select(accept, b.Min(b.Add(stored, i64(1.0)), mi), stored);
 
-  // Slot of the j-th newest pair, and its rows.
-  auto slot_of = [&](int64_t j) {
-    return b.Binary("stablehlo.remainder", b.Add(b.Sub(head, i64(static_cast<double>(1 + j))), mi), mi);
+  // The slot of the j-th newest pair and its rows; every constant is made where it is used, so
+  // that the loop bodies only see their own block arguments.
+  auto slot_of = [&](const Value& head_v, const Value& j) {
+    const Value mv = i64(static_cast<double>(m));
+    return b.Binary("stablehlo.remainder", b.Add(b.Sub(b.Sub(head_v, i64(1.0)), j), mv), mv);
   };
   auto row = [&](const Value& hist, const Value& slot) {
-    const Value ops[] = {hist, slot, zero_i};
+    const Value ops[] = {hist, slot, i64(0.0)};
     return b.Reshape(b.Emit("stablehlo.dynamic_slice", ops, {T, {1, n}}, "slice_sizes = " + I64Array(std::vector<int64_t>{1, n})), {n});
   };
-  auto rho_at = [&](const Value& slot) {
-    const Value ops[] = {rho, slot};
-    return scalar(b.Emit("stablehlo.dynamic_slice", ops, {DType::Float64, {1}}, "slice_sizes = array<i64: 1>"));
+  auto at = [&](const Value& vec1, const Value& i) {  // vec1[i] of a rank-1 tensor as a scalar
+    const Value ops[] = {vec1, i};
+    return scalar(b.Emit("stablehlo.dynamic_slice", ops, {vec1.dtype(), {1}}, "slice_sizes = array<i64: 1>"));
   };
   auto coef = [&](const Value& f64) { return b.BroadcastTo(b.Convert(f64, T), {n}); };
 
-  // Two-loop recursion on q = -g; j = 0 is the newest pair.
-  Value q = b.Unary("stablehlo.negate", g);
-  std::vector<Value> alpha(static_cast<size_t>(m));
-  for (int64_t j = 0; j < m; ++j) {
-    const Value active = b.Compare(i64(static_cast<double>(j)), stored, "LT");
-    const Value slot = slot_of(j);
-    alpha[static_cast<size_t>(j)] = b.Mul(dot(row(s_hist, slot), q), rho_at(slot));
-    const Value next = b.Sub(q, b.Mul(coef(alpha[static_cast<size_t>(j)]), row(y_hist, slot)));
-    q = b.Select(active, next, q);
-  }
-  const Value newest = slot_of(0);
+  // Two-loop recursion on q = -g (j = 0 is the newest pair), as stablehlo.while loops over the
+  // stored pairs: first j = 0 .. stored - 1, then j = stored - 1 .. 0.
+  const Value loop_a_init[] = {i64(0.0), b.Unary("stablehlo.negate", g), b.Splat({DType::Float64, {m}}, 0.0),
+                               s_hist, y_hist, rho, head, stored};
+  const std::vector<Value> loop_a = While(
+      b, loop_a_init, [&](std::span<const Value> c) { return b.Compare(c[0], c[7], "LT"); },
+      [&](std::span<const Value> c) {
+        const Value slot = slot_of(c[6], c[0]);
+        const Value a_j = b.Mul(dot(row(c[3], slot), c[1]), at(c[5], slot));
+        const Value upd[] = {c[2], b.Reshape(a_j, {1}), c[0]};
+        const Value alpha = b.Emit("stablehlo.dynamic_update_slice", upd, c[2].type);
+        const Value q = b.Sub(c[1], b.Mul(coef(a_j), row(c[4], slot)));
+        return std::vector<Value>{b.Add(c[0], i64(1.0)), q, alpha, c[3], c[4], c[5], c[6], c[7]};
+      });
+  const Value q = loop_a[1], alpha = loop_a[2];
+  const Value newest = slot_of(head, zero_i);
   const Value y_new = row(y_hist, newest), s_new = row(s_hist, newest);
   const Value h_diag = b.Select(b.Compare(stored, zero_i, "GT"), b.Div(dot(y_new, s_new), dot(y_new, y_new)), s.F64(1.0));
-  Value d = b.Mul(q, coef(h_diag));
-  for (int64_t j = m - 1; j >= 0; --j) {
-    const Value active = b.Compare(i64(static_cast<double>(j)), stored, "LT");
-    const Value slot = slot_of(j);
-    const Value beta = b.Mul(dot(row(y_hist, slot), d), rho_at(slot));
-    const Value c = coef(b.Sub(alpha[static_cast<size_t>(j)], beta));
-    d = b.Select(active, b.Add(d, b.Mul(c, row(s_hist, slot))), d);
-  }
+  const Value loop_b_init[] = {b.Sub(stored, i64(1.0)), b.Mul(q, coef(h_diag)), alpha, s_hist, y_hist, rho, head};
+  const std::vector<Value> loop_b = While(
+      b, loop_b_init, [&](std::span<const Value> c) { return b.Compare(c[0], i64(0.0), "GE"); },
+      [&](std::span<const Value> c) {
+        const Value slot = slot_of(c[6], c[0]);
+        const Value beta = b.Mul(dot(row(c[4], slot), c[1]), at(c[5], slot));
+        const Value d = b.Add(c[1], b.Mul(coef(b.Sub(at(c[2], c[0]), beta)), row(c[3], slot)));
+        return std::vector<Value>{b.Sub(c[0], i64(1.0)), d, c[2], c[3], c[4], c[5], c[6]};
+      });
+  const Value d = loop_b[1];
 
   // t = lr, on the first step min(1, 1 / |g|_1) lr (std::min keeps 1 when 1 / |g|_1 is NaN).
   const double lr = s.F("lr");
