@@ -35,7 +35,7 @@ void AddTrainProbes(std::vector<DeviceProbe>& p) {
   for (const char* op : {"train.optimizer.adamax", "train.optimizer.lamb", "train.optimizer.sgd", "train.optimizer.lion",
                          "train.optimizer.rmsprop", "train.optimizer.hebbian", "train.optimizer.lars",
                          "train.optimizer.adagrad", "train.optimizer.adadelta", "train.optimizer.lbfgs"}) {
-    p.push_back({.op = op, .inputs = {{"T", {0}}, {"T", {0}}}, .runs = 2});  // empty params: only counters move
+    p.push_back({.op = op, .inputs = {{"T", {0}}, {"T", {0}}}, .runs = 3});  // empty params: only counters move
   }
   for (const char* op : {"train.optimizer.adam", "train.optimizer.adamw"}) {
     opt(op, R"({"lr": 0.01, "weight_decay": 0.1})");
@@ -73,12 +73,12 @@ void AddTrainProbes(std::vector<DeviceProbe>& p) {
   p.push_back({.op = "train.optimizer.lbfgs", .inputs = {{"T", {7}}, {"T", {7}}},
                .attrs = R"({"lr": 0.2, "history_size": 1, "tolerance_change": 1e6})", .runs = 3});
 
-  // Metrics: running state over 3 runs.
-  p.push_back({.op = "bench.metric.accuracy", .inputs = {{"T", {6, 4}}, {"T", {6, 4}}}, .runs = 2});
+  // Metrics: running state over 3 runs (f1 also with predictions below 0).
+  p.push_back({.op = "bench.metric.accuracy", .inputs = {{"T", {6, 4}}, {"T", {6, 4}}}, .runs = 3});
   p.push_back({.op = "bench.metric.perplexity", .inputs = {{"T", {6, 5}, 0, 1}, {"T", {6, 5}, 0, 1}}, .runs = 3});
-  p.push_back({.op = "bench.metric.perplexity", .inputs = {{"T", {9}, 0.1, 1}, {"T", {9}, 0, 0.5}}, .runs = 2});
+  p.push_back({.op = "bench.metric.perplexity", .inputs = {{"T", {9}, 0.1, 1}, {"T", {9}, 0, 0.5}}, .runs = 3});
   p.push_back({.op = "bench.metric.f1", .inputs = {{"T", {7, 5}, 0, 1}, {"T", {7, 5}, 0, 1}}, .runs = 3});
-  p.push_back({.op = "bench.metric.f1", .inputs = {{"T", {2, 3, 4}, -1, 1}, {"T", {2, 3, 4}, 0, 1}}, .runs = 2});
+  p.push_back({.op = "bench.metric.f1", .inputs = {{"T", {2, 3, 4}, -1, 1}, {"T", {2, 3, 4}, 0, 1}}, .runs = 3});
 
   // Dropout: the masks must match the CPU's Philox draws bit for bit; 3 runs so the per-call
   // seed advances.
@@ -87,9 +87,9 @@ void AddTrainProbes(std::vector<DeviceProbe>& p) {
                             R"({"p": 0.5, "training": false})"}) {
     p.push_back({.op = "math.dropout", .inputs = {{"T", {7, 9}}}, .attrs = attrs, .runs = 3});
   }
-  p.push_back({.op = "math.dropout", .inputs = {{"T", {2, 3, 5}}}, .attrs = R"({"p": 0.25, "seed": 99})", .runs = 2});
+  p.push_back({.op = "math.dropout", .inputs = {{"T", {2, 3, 5}}}, .attrs = R"({"p": 0.25, "seed": 99})", .runs = 3});
   p.push_back({.op = "math.dropout", .inputs = {{"T", {}}}, .attrs = R"({"p": 0.5, "seed": 4})", .runs = 4});
-  p.push_back({.op = "math.dropout", .inputs = {{"T", {0, 4}}}, .attrs = R"({"p": 0.5})", .runs = 2});
+  p.push_back({.op = "math.dropout", .inputs = {{"T", {0, 4}}}, .attrs = R"({"p": 0.5})", .runs = 3});
 
   // Samplers: [B, V] and [V] logits; greedy, temperatures, top_k below / at / above V, top_p.
   p.push_back({.op = "sampling.greedy", .inputs = {{"T", {5, 11}, -3, 3}}});

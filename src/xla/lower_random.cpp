@@ -3,9 +3,9 @@
 // sums in sorted order like the reference, the per-row uniform draw from Philox).
 #include <array>
 #include <cmath>
+#include <functional>
 #include <string>
-
-#include <fmt/format.h>
+#include <utility>
 
 #include "backplane/random.hpp"
 #include "xla/lowering.hpp"
@@ -25,49 +25,55 @@ std::vector<int64_t> AllAxes(int64_t rank) {
 Value AllTrue(Builder& b, const Value& ok) { return b.Reduce(ok, AllAxes(ok.rank()), ReduceKind::And); }
 
 // ---- Philox4x32-10 (backplane/random.hpp) ----------------------------------------------------------
-// Words are ui64 tensors holding 32-bit values: the 32 x 32 -> 64 products are exact in ui64, the
-// high half is a logical shift by 32, the low half a mask.
-Value U64(Builder& b, const Shape& shape, uint64_t v) {
-  const Value s = b.ScalarLiteral(DType::Uint64, std::to_string(v));
+// Words and keys are ui32 (adds wrap mod 2^32); each 32 x 32 -> 64 product is taken in ui64, its
+// high half by a logical shift by 32 and its low half by a mask, both converted back exactly.
+Value Unsigned(Builder& b, DType dtype, const Shape& shape, uint64_t v) {
+  const Value s = b.ScalarLiteral(dtype, std::to_string(v));
   return shape.empty() ? s : b.BroadcastInDim(s, shape, {});
 }
+Value U64(Builder& b, const Shape& shape, uint64_t v) { return Unsigned(b, DType::Uint64, shape, v); }
+Value U32(Builder& b, const Shape& shape, uint32_t v) { return Unsigned(b, DType::Uint32, shape, v); }
 
 using Words = std::array<Value, 4>;
 
-// Philox4x32(ctr, key): ctr words of one shape, key words ui64 scalars.
+// (high, low) 32-bit halves of the ui32 word `x` times the constant `mul`.
+std::pair<Value, Value> MulHiLo(Builder& b, const Value& x, uint32_t mul) {
+  const Shape& shape = x.shape();
+  const Value p = b.Mul(b.Convert(x, DType::Uint64), U64(b, shape, mul));
+  const Value hi = b.Convert(b.Binary("stablehlo.shift_right_logical", p, U64(b, shape, 32)), DType::Uint32);
+  const Value lo = b.Convert(b.Binary("stablehlo.and", p, U64(b, shape, 0xFFFFFFFFull)), DType::Uint32);
+  return {hi, lo};
+}
+
+// Philox4x32(ctr, key): ctr words ui32 of one shape, key words ui32 scalars.
 Words Philox4x32(Builder& b, Words c, Value k0, Value k1) {
   const Shape& shape = c[0].shape();
-  const Value mask = U64(b, shape, 0xFFFFFFFFull), shift = U64(b, shape, 32);
-  const Value mask_s = U64(b, {}, 0xFFFFFFFFull);
-  const Value mul0 = U64(b, shape, 0xD2511F53u), mul1 = U64(b, shape, 0xCD9E8D57u);
-  const Value weyl0 = U64(b, {}, 0x9E3779B9u), weyl1 = U64(b, {}, 0xBB67AE85u);
   auto x = [&](const Value& a, const Value& v) { return b.Binary("stablehlo.xor", a, v); };
   for (int round = 0; round < 10; ++round) {
-    const Value p0 = b.Mul(c[0], mul0);
-    const Value p1 = b.Mul(c[2], mul1);
+    const auto [hi0, lo0] = MulHiLo(b, c[0], 0xD2511F53u);
+    const auto [hi1, lo1] = MulHiLo(b, c[2], 0xCD9E8D57u);
     const Value key0 = b.BroadcastInDim(k0, shape, {}), key1 = b.BroadcastInDim(k1, shape, {});
-    c = {x(x(b.Binary("stablehlo.shift_right_logical", p1, shift), c[1]), key0),
-         b.Binary("stablehlo.and", p1, mask),
-         x(x(b.Binary("stablehlo.shift_right_logical", p0, shift), c[3]), key1),
-         b.Binary("stablehlo.and", p0, mask)};
-    k0 = b.Binary("stablehlo.and", b.Add(k0, weyl0), mask_s);
-    k1 = b.Binary("stablehlo.and", b.Add(k1, weyl1), mask_s);
+    c = {x(x(hi1, c[1]), key0), lo1, x(x(hi0, c[3]), key1), lo0};
+    k0 = b.Add(k0, U32(b, {}, 0x9E3779B9u));
+    k1 = b.Add(k1, U32(b, {}, 0xBB67AE85u));
   }
   return c;
 }
 
-// PhiloxUniformFloat(seed, 0, i) for i = 0 .. n-1 (seed a ui64 scalar): f32 [n] in [0, 1).
+// PhiloxUniformFloat(seed, 0, i) for i = 0 .. n-1 (seed a ui64 scalar): counter = (i lo, i hi,
+// 0, 0), key = (seed lo, seed hi); f32 [n] in [0, 1) from the top 24 bits of word 0.
 Value PhiloxUniformFloats(Builder& b, const Value& seed, int64_t n) {
   const Shape shape{n};
   const Value index = b.Iota({DType::Uint64, shape}, 0);
-  const Value zero = U64(b, shape, 0);
-  const Value mask_s = U64(b, {}, 0xFFFFFFFFull);
-  const Words ctr = {b.Binary("stablehlo.and", index, U64(b, shape, 0xFFFFFFFFull)),
-                     b.Binary("stablehlo.shift_right_logical", index, U64(b, shape, 32)), zero, zero};
-  const Value k0 = b.Binary("stablehlo.and", seed, mask_s);
-  const Value k1 = b.Binary("stablehlo.shift_right_logical", seed, U64(b, {}, 32));
-  const Words r = Philox4x32(b, ctr, k0, k1);
-  const Value bits24 = b.Convert(b.Binary("stablehlo.shift_right_logical", r[0], U64(b, shape, 8)), DType::Float32);
+  auto low = [&](const Value& v) {
+    return b.Convert(b.Binary("stablehlo.and", v, U64(b, v.shape(), 0xFFFFFFFFull)), DType::Uint32);
+  };
+  auto high = [&](const Value& v) {
+    return b.Convert(b.Binary("stablehlo.shift_right_logical", v, U64(b, v.shape(), 32)), DType::Uint32);
+  };
+  const Value zero = U32(b, shape, 0);
+  const Words r = Philox4x32(b, {low(index), high(index), zero, zero}, low(seed), high(seed));
+  const Value bits24 = b.Convert(b.Binary("stablehlo.shift_right_logical", r[0], U32(b, shape, 8)), DType::Float32);
   return b.Mul(bits24, b.Splat({DType::Float32, shape}, 0x1.0p-24));  // exact in f32
 }
 
