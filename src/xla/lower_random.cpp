@@ -22,17 +22,24 @@ std::vector<int64_t> AllAxes(int64_t rank) {
   return all;
 }
 
-Value AllTrue(Builder& b, const Value& ok) { return b.Reduce(ok, AllAxes(ok.rank()), ReduceKind::And); }
+Value AllTrue(Builder& b, const Value& ok) {
+  return b.Reduce(ok, AllAxes(ok.rank()), ReduceKind::And);
+}
 
-// ---- Philox4x32-10 (backplane/random.hpp) ----------------------------------------------------------
-// Words and keys are ui32 (adds wrap mod 2^32); each 32 x 32 -> 64 product is taken in ui64, its
-// high half by a logical shift by 32 and its low half by a mask, both converted back exactly.
+// ---- Philox4x32-10 (backplane/random.hpp)
+// ---------------------------------------------------------- Words and keys are ui32 (adds wrap mod
+// 2^32); each 32 x 32 -> 64 product is taken in ui64, its high half by a logical shift by 32 and
+// its low half by a mask, both converted back exactly.
 Value Unsigned(Builder& b, DType dtype, const Shape& shape, uint64_t v) {
   const Value s = b.ScalarLiteral(dtype, std::to_string(v));
   return shape.empty() ? s : b.BroadcastInDim(s, shape, {});
 }
-Value U64(Builder& b, const Shape& shape, uint64_t v) { return Unsigned(b, DType::Uint64, shape, v); }
-Value U32(Builder& b, const Shape& shape, uint32_t v) { return Unsigned(b, DType::Uint32, shape, v); }
+Value U64(Builder& b, const Shape& shape, uint64_t v) {
+  return Unsigned(b, DType::Uint64, shape, v);
+}
+Value U32(Builder& b, const Shape& shape, uint32_t v) {
+  return Unsigned(b, DType::Uint32, shape, v);
+}
 
 using Words = std::array<Value, 4>;
 
@@ -40,8 +47,10 @@ using Words = std::array<Value, 4>;
 std::pair<Value, Value> MulHiLo(Builder& b, const Value& x, uint32_t mul) {
   const Shape& shape = x.shape();
   const Value p = b.Mul(b.Convert(x, DType::Uint64), U64(b, shape, mul));
-  const Value hi = b.Convert(b.Binary("stablehlo.shift_right_logical", p, U64(b, shape, 32)), DType::Uint32);
-  const Value lo = b.Convert(b.Binary("stablehlo.and", p, U64(b, shape, 0xFFFFFFFFull)), DType::Uint32);
+  const Value hi =
+      b.Convert(b.Binary("stablehlo.shift_right_logical", p, U64(b, shape, 32)), DType::Uint32);
+  const Value lo =
+      b.Convert(b.Binary("stablehlo.and", p, U64(b, shape, 0xFFFFFFFFull)), DType::Uint32);
   return {hi, lo};
 }
 
@@ -69,15 +78,18 @@ Value PhiloxUniformFloats(Builder& b, const Value& seed, int64_t n) {
     return b.Convert(b.Binary("stablehlo.and", v, U64(b, v.shape(), 0xFFFFFFFFull)), DType::Uint32);
   };
   auto high = [&](const Value& v) {
-    return b.Convert(b.Binary("stablehlo.shift_right_logical", v, U64(b, v.shape(), 32)), DType::Uint32);
+    return b.Convert(b.Binary("stablehlo.shift_right_logical", v, U64(b, v.shape(), 32)),
+                     DType::Uint32);
   };
   const Value zero = U32(b, shape, 0);
   const Words r = Philox4x32(b, {low(index), high(index), zero, zero}, low(seed), high(seed));
-  const Value bits24 = b.Convert(b.Binary("stablehlo.shift_right_logical", r[0], U32(b, shape, 8)), DType::Float32);
+  const Value bits24 =
+      b.Convert(b.Binary("stablehlo.shift_right_logical", r[0], U32(b, shape, 8)), DType::Float32);
   return b.Mul(bits24, b.Splat({DType::Float32, shape}, 0x1.0p-24));  // exact in f32
 }
 
-// ---- dropout -------------------------------------------------------------------------------------
+// ---- dropout
+// -------------------------------------------------------------------------------------
 // math.dropout (math_ops.cpp): training false or p == 0 copies x; otherwise call c (the node's
 // "calls" counter, f64 rank-0 state like the CPU's scalar) draws with seed + 0x9E3779B97F4A7C15 c
 // (mod 2^64); keep = u_i >= rate (f32), y = keep ? x s : +0 with s = 1 / (1 - rate) in the compute
@@ -107,7 +119,8 @@ std::vector<Value> Dropout(LowerContext& ctx, std::span<const Value> in) {
   return {b.Convert(y, in[0].dtype())};
 }
 
-// ---- sampling ------------------------------------------------------------------------------------
+// ---- sampling
+// ------------------------------------------------------------------------------------
 enum class Method { Greedy, TopK, TopP };
 
 // stablehlo.while over `init`; cond and body see the carried values.
@@ -128,8 +141,8 @@ Value Column(Builder& b, const Value& x, const Value& r) {
   const int64_t rows = x.shape()[0];
   const Value zero = b.Scalar(DType::Int64, 0.0);
   const Value ops[] = {x, zero, r};
-  return b.Reshape(b.Emit("stablehlo.dynamic_slice", ops, {x.dtype(), {rows, 1}}, "slice_sizes = array<i64: " +
-                                                                                    std::to_string(rows) + ", 1>"),
+  return b.Reshape(b.Emit("stablehlo.dynamic_slice", ops, {x.dtype(), {rows, 1}},
+                          "slice_sizes = array<i64: " + std::to_string(rows) + ", 1>"),
                    {rows});
 }
 
@@ -145,7 +158,8 @@ LowerFn Sampler(Method method) {
     const Value x = b.Reshape(b.Convert(in[0], DType::Float64), {rows, v});
     ctx.Require(AllTrue(b, b.Compare(x, x, "EQ")), "argument 'logits' must be free of NaN");
     const Shape out_shape = ctx.out_type(0).shape;
-    const float temperature = method == Method::Greedy ? 0.0f : static_cast<float>(a.Float("temperature"));
+    const float temperature =
+        method == Method::Greedy ? 0.0f : static_cast<float>(a.Float("temperature"));
     if (temperature == 0.0f) {  // greedy: the first maximum
       return std::vector<Value>{b.Reshape(b.Convert(ArgMaxLast(b, x), DType::Int32), out_shape)};
     }
@@ -156,11 +170,14 @@ LowerFn Sampler(Method method) {
                 "argument 'logits' must be not all -Inf when Temperature > 0");
     // softmax(x / T) in f64, max subtracted; rows with +Inf share the mass among the +Inf entries.
     const Value mxb = b.BroadcastInDim(mx, rv, std::vector<int64_t>{0});
-    const Value inf_row = b.BroadcastInDim(b.Compare(mx, b.SplatLike(mx, INFINITY), "EQ"), rv, std::vector<int64_t>{0});
-    const Value scaled = b.Div(b.Sub(x, mxb), b.Splat({DType::Float64, rv}, static_cast<double>(temperature)));
+    const Value inf_row = b.BroadcastInDim(b.Compare(mx, b.SplatLike(mx, INFINITY), "EQ"), rv,
+                                           std::vector<int64_t>{0});
+    const Value scaled =
+        b.Div(b.Sub(x, mxb), b.Splat({DType::Float64, rv}, static_cast<double>(temperature)));
     const Value e = b.Select(inf_row, b.Convert(b.Compare(x, mxb, "EQ"), DType::Float64),
                              b.Unary("stablehlo.exponential", scaled));
-    const Value sum = b.BroadcastInDim(b.Reduce(e, last, ReduceKind::Sum), rv, std::vector<int64_t>{0});
+    const Value sum =
+        b.BroadcastInDim(b.Reduce(e, last, ReduceKind::Sum), rv, std::vector<int64_t>{0});
     const Value prob = b.Div(e, sum);
     // Stable sort by p descending (equal p keep ascending index).
     const Value iota = b.Iota({DType::Int32, rv}, 1);
@@ -187,28 +204,36 @@ LowerFn Sampler(Method method) {
     } else {
       top_p = static_cast<double>(static_cast<float>(a.Float("top_p")));
     }
-    const Value init1[] = {i64(0.0), b.Splat(rows_f64, 0.0), b.Splat(rows_i64, static_cast<double>(v)),
-                           b.Splat(rows_f64, 0.0), b.Splat({DType::Bool, {rows}}, 0.0), sp};
+    const Value init1[] = {i64(0.0),
+                           b.Splat(rows_f64, 0.0),
+                           b.Splat(rows_i64, static_cast<double>(v)),
+                           b.Splat(rows_f64, 0.0),
+                           b.Splat({DType::Bool, {rows}}, 0.0),
+                           sp};
     const std::vector<Value> loop1 = While(
         b, init1,
         [&](std::span<const Value> c) {
-          return b.Binary("stablehlo.and", b.Compare(c[0], vi, "LT"), Any(b, b.Unary("stablehlo.not", c[4])));
+          return b.Binary("stablehlo.and", b.Compare(c[0], vi, "LT"),
+                          Any(b, b.Unary("stablehlo.not", c[4])));
         },
         [&](std::span<const Value> c) {
           const Value r = c[0];
           const Value cum = b.Add(c[1], Column(b, c[5], r));
           Value reached;
           if (method == Method::TopK) {
-            reached = b.BroadcastTo(b.Compare(b.Add(r, i64(1.0)), i64(static_cast<double>(k)), "GE"), {rows});
+            reached = b.BroadcastTo(
+                b.Compare(b.Add(r, i64(1.0)), i64(static_cast<double>(k)), "GE"), {rows});
           } else {
             reached = b.Compare(cum, b.Splat(rows_f64, top_p), "GE");
           }
-          const Value at_end = b.BroadcastTo(b.Compare(r, i64(static_cast<double>(v - 1)), "EQ"), {rows});
+          const Value at_end =
+              b.BroadcastTo(b.Compare(r, i64(static_cast<double>(v - 1)), "EQ"), {rows});
           const Value hit = b.Binary("stablehlo.and", b.Unary("stablehlo.not", c[4]),
                                      b.Binary("stablehlo.or", reached, at_end));
           const Value kept = b.Select(hit, b.BroadcastTo(b.Add(r, i64(1.0)), {rows}), c[2]);
           const Value total = b.Select(hit, cum, c[3]);
-          return std::vector<Value>{b.Add(r, i64(1.0)), cum, kept, total, b.Binary("stablehlo.or", c[4], hit), c[5]};
+          return std::vector<Value>{
+              b.Add(r, i64(1.0)), cum, kept, total, b.Binary("stablehlo.or", c[4], hit), c[5]};
         });
     const Value kept = loop1[2], total = loop1[3];
     // u = PhiloxUniformDouble(seed + row, 0, 0), fixed by the attributes: computed here.
@@ -219,22 +244,36 @@ LowerFn Sampler(Method method) {
     }
     const Value target = b.Mul(b.Constant(rows_f64, u), total);
     // Loop 2: the first kept index whose running sum is > target, else the last kept.
-    const Value init2[] = {i64(0.0), b.Splat(rows_f64, 0.0), b.Splat({DType::Int32, {rows}}, 0.0),
-                           b.Splat({DType::Bool, {rows}}, 0.0), sp, order, kept, target};
+    const Value init2[] = {i64(0.0),
+                           b.Splat(rows_f64, 0.0),
+                           b.Splat({DType::Int32, {rows}}, 0.0),
+                           b.Splat({DType::Bool, {rows}}, 0.0),
+                           sp,
+                           order,
+                           kept,
+                           target};
     const std::vector<Value> loop2 = While(
         b, init2,
         [&](std::span<const Value> c) {
-          return b.Binary("stablehlo.and", b.Compare(c[0], vi, "LT"), Any(b, b.Unary("stablehlo.not", c[3])));
+          return b.Binary("stablehlo.and", b.Compare(c[0], vi, "LT"),
+                          Any(b, b.Unary("stablehlo.not", c[3])));
         },
         [&](std::span<const Value> c) {
           const Value r = c[0];
           const Value cum = b.Add(c[1], Column(b, c[4], r));
           const Value last_kept = b.Compare(b.BroadcastTo(b.Add(r, i64(1.0)), {rows}), c[6], "EQ");
-          const Value hit = b.Binary("stablehlo.and", b.Unary("stablehlo.not", c[3]),
-                                     b.Binary("stablehlo.or", b.Compare(cum, c[7], "GT"), last_kept));
+          const Value hit =
+              b.Binary("stablehlo.and", b.Unary("stablehlo.not", c[3]),
+                       b.Binary("stablehlo.or", b.Compare(cum, c[7], "GT"), last_kept));
           const Value result = b.Select(hit, Column(b, c[5], r), c[2]);
-          return std::vector<Value>{b.Add(r, i64(1.0)), cum, result, b.Binary("stablehlo.or", c[3], hit),
-                                    c[4], c[5], c[6], c[7]};
+          return std::vector<Value>{b.Add(r, i64(1.0)),
+                                    cum,
+                                    result,
+                                    b.Binary("stablehlo.or", c[3], hit),
+                                    c[4],
+                                    c[5],
+                                    c[6],
+                                    c[7]};
         });
     return std::vector<Value>{b.Reshape(loop2[2], out_shape)};
   };

@@ -1,9 +1,9 @@
 // Training: losses and their gradients (f64 like the CPU reference), optimizers as state updates,
 // running metrics. Dropout and the samplers (Philox draws) are in lower_random.cpp.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <functional>
-
-#include <fmt/format.h>
 
 #include "xla/lowering.hpp"
 
@@ -20,7 +20,9 @@ std::vector<int64_t> AllAxes(int64_t rank) {
 }
 
 // i1 scalar: every element of the i1 tensor `ok` is true.
-Value AllTrue(Builder& b, const Value& ok) { return b.Reduce(ok, AllAxes(ok.rank()), ReduceKind::And); }
+Value AllTrue(Builder& b, const Value& ok) {
+  return b.Reduce(ok, AllAxes(ok.rank()), ReduceKind::And);
+}
 
 Value IsNan(Builder& b, const Value& x) { return b.Compare(x, x, "NE"); }
 
@@ -32,7 +34,8 @@ void RequireClassTargets(LowerContext& ctx, const Value& targets, int64_t classe
   Builder& b = ctx.b;
   const Value lo = b.Compare(targets, b.SplatLike(targets, 0.0), "GE");
   const Value hi = b.Compare(targets, b.SplatLike(targets, static_cast<double>(classes)), "LT");
-  ctx.Require(AllTrue(b, b.Binary("stablehlo.and", lo, hi)), fmt::format("argument 'targets' must be in [0, {})", classes));
+  ctx.Require(AllTrue(b, b.Binary("stablehlo.and", lo, hi)),
+              fmt::format("argument 'targets' must be in [0, {})", classes));
 }
 
 // [batch, classes] f64 logits (rank-1 logits as one row) and the one-hot of the targets.
@@ -49,7 +52,8 @@ ClassRows Rows(LowerContext& ctx, std::span<const Value> in) {
   const int64_t batch = s.size() == 2 ? s[0] : 1;
   RequireClassTargets(ctx, in[1], classes);
   const Value logits = b.Reshape(b.Convert(in[0], DType::Float64), {batch, classes});
-  const Value t = b.BroadcastInDim(b.Reshape(in[1], {batch}), {batch, classes}, std::vector<int64_t>{0});
+  const Value t =
+      b.BroadcastInDim(b.Reshape(in[1], {batch}), {batch, classes}, std::vector<int64_t>{0});
   const Value iota = b.Iota({DType::Int32, {batch, classes}}, 1);
   const Value onehot = b.Convert(b.Compare(iota, t, "EQ"), DType::Float64);
   return {logits, onehot, batch};
@@ -60,9 +64,10 @@ Value RoundLike(Builder& b, const Value& f64, DType out) {
   return out == DType::Float64 ? f64 : b.Convert(b.Convert(f64, DType::Float32), out);
 }
 
-// ---- elementwise losses and gradients ---------------------------------------------------------------
-// Both inputs widened to f64 (exact), the term per element in f64; the loss is the f64 mean
-// rounded through f32, the gradient term / count rounded through f32 per element.
+// ---- elementwise losses and gradients
+// --------------------------------------------------------------- Both inputs widened to f64
+// (exact), the term per element in f64; the loss is the f64 mean rounded through f32, the gradient
+// term / count rounded through f32 per element.
 using Term = std::function<Value(Builder& b, const Value& p, const Value& t)>;
 using DataCheck = std::function<void(LowerContext& ctx, const Value& p, const Value& t)>;
 
@@ -73,7 +78,8 @@ LowerFn MeanLoss(Term term, DataCheck check = nullptr) {
     const Value t = b.Convert(in[1], DType::Float64);
     if (check) check(ctx, p, t);
     const double n = static_cast<double>(NumElements(in[0].shape()));
-    const Value mean = b.Div(SumAll(b, term(b, p, t)), b.Scalar(DType::Float64, n));  // 0 / 0 = NaN when empty
+    const Value mean =
+        b.Div(SumAll(b, term(b, p, t)), b.Scalar(DType::Float64, n));  // 0 / 0 = NaN when empty
     return std::vector<Value>{RoundLike(b, mean, ctx.out_type(0).dtype)};
   };
 }
@@ -93,7 +99,8 @@ LowerFn LossGrad(Term term, DataCheck check = nullptr) {
 // Predictions in [0, 1] (NaN fails), as the binary cross-entropy kernels check.
 void CheckProbabilities(LowerContext& ctx, const Value& p, const Value&) {
   Builder& b = ctx.b;
-  const Value ok = b.Binary("stablehlo.and", b.Compare(p, b.SplatLike(p, 0.0), "GE"), b.Compare(p, b.SplatLike(p, 1.0), "LE"));
+  const Value ok = b.Binary("stablehlo.and", b.Compare(p, b.SplatLike(p, 0.0), "GE"),
+                            b.Compare(p, b.SplatLike(p, 1.0), "LE"));
   ctx.Require(AllTrue(b, ok), "argument 'predictions' must be in [0, 1]");
 }
 
@@ -119,7 +126,8 @@ Value BceTerm(Builder& b, const Value& p, const Value& t) {
   const Value floor = b.SplatLike(p, -100.0);
   // max(log p, -100) with std::max's rule (a NaN log is impossible after the range check).
   const Value log_p = b.Max(b.Unary("stablehlo.log", p), floor);
-  const Value log_1mp = b.Max(b.Unary("stablehlo.log_plus_one", b.Unary("stablehlo.negate", p)), floor);
+  const Value log_1mp =
+      b.Max(b.Unary("stablehlo.log_plus_one", b.Unary("stablehlo.negate", p)), floor);
   const Value one = b.SplatLike(p, 1.0);
   return b.Unary("stablehlo.negate", b.Add(b.Mul(t, log_p), b.Mul(b.Sub(one, t), log_1mp)));
 }
@@ -132,7 +140,8 @@ Value KlSelect(Builder& b, const Value& p, const Value& t, const Value& value) {
 }
 
 Value KlTerm(Builder& b, const Value& p, const Value& t) {
-  return KlSelect(b, p, t, b.Mul(t, b.Sub(b.Unary("stablehlo.log", t), b.Unary("stablehlo.log", p))));
+  return KlSelect(b, p, t,
+                  b.Mul(t, b.Sub(b.Unary("stablehlo.log", t), b.Unary("stablehlo.log", p))));
 }
 
 Value KlGradTerm(Builder& b, const Value& p, const Value& t) {
@@ -142,7 +151,8 @@ Value KlGradTerm(Builder& b, const Value& p, const Value& t) {
 Value MaeGradTerm(Builder& b, const Value& p, const Value& t) {
   const Value d = b.Sub(p, t);
   const Value zero = b.SplatLike(d, 0.0);
-  const Value rest = b.Select(b.Compare(d, zero, "LT"), b.SplatLike(d, -1.0), b.Select(IsNan(b, d), d, zero));
+  const Value rest =
+      b.Select(b.Compare(d, zero, "LT"), b.SplatLike(d, -1.0), b.Select(IsNan(b, d), d, zero));
   return b.Select(b.Compare(d, zero, "GT"), b.SplatLike(d, 1.0), rest);
 }
 
@@ -158,13 +168,15 @@ Value BceGradTerm(Builder& b, const Value& p, const Value& t) {
   return b.Div(b.Sub(p, t), denom);
 }
 
-// ---- optimizers ---------------------------------------------------------------------------------------
-// State real type: f64 for f64 params, f32 otherwise (the reference's compute type T).
+// ---- optimizers
+// --------------------------------------------------------------------------------------- State
+// real type: f64 for f64 params, f32 otherwise (the reference's compute type T).
 DType StateReal(DType params) { return params == DType::Float64 ? DType::Float64 : DType::Float32; }
 
 // The CPU op's StateType: counters i64 [1]; rho_history f64 [history]; histories [history, ...];
 // everything else the params' shape in the real type.
-TensorType StateType(const std::string& key, const TensorType& params, const runtime::Attrs& attrs) {
+TensorType StateType(const std::string& key, const TensorType& params,
+                     const runtime::Attrs& attrs) {
   const DType real = StateReal(params.dtype);
   if (key == "step" || key == "head" || key == "stored") return {DType::Int64, {1}};
   if (key == "rho_history") return {DType::Float64, {attrs.Int("history_size")}};
@@ -218,7 +230,8 @@ LowerFn Optimizer(std::vector<std::string> keys, Update update) {
     const DType pd = in[0].dtype();
     const DType T = StateReal(pd);
     Step s{ctx, b, T, {T, in[0].shape()}, {}, {}, {}, ctx.attrs()};
-    for (const std::string& key : keys) s.state[key] = ctx.State(key, StateType(key, in[0].type, ctx.attrs()));
+    for (const std::string& key : keys)
+      s.state[key] = ctx.State(key, StateType(key, in[0].type, ctx.attrs()));
     if (ctx.input_frozen(0)) return std::vector<Value>{in[0]};
     s.p = b.Convert(in[0], T);
     s.g = b.Convert(in[1], T);
@@ -239,7 +252,8 @@ Value NanMax(Builder& b, const Value& x, const Value& y) {
 // sign in {-1, 0, 1}; NaN stays NaN.
 Value SignKeepNan(Builder& b, const Value& x) {
   const Value zero = b.SplatLike(x, 0.0);
-  const Value neg = b.Select(b.Compare(x, zero, "LT"), b.SplatLike(x, -1.0), b.Select(IsNan(b, x), x, zero));
+  const Value neg =
+      b.Select(b.Compare(x, zero, "LT"), b.SplatLike(x, -1.0), b.Select(IsNan(b, x), x, zero));
   return b.Select(b.Compare(x, zero, "GT"), b.SplatLike(x, 1.0), neg);
 }
 
@@ -273,10 +287,12 @@ Value AdamaxUpdate(Step& s) {
   Builder& b = s.b;
   const Value t = s.Advance();
   const double lr = s.F("lr"), b1 = s.F("beta1");
-  const Value neg_clr = s.Coef(b.Unary("stablehlo.negate", b.Div(s.F64(lr), b.Sub(s.F64(1.0), Power(b, b1, t)))));
+  const Value neg_clr =
+      s.Coef(b.Unary("stablehlo.negate", b.Div(s.F64(lr), b.Sub(s.F64(1.0), Power(b, b1, t)))));
   const Value g = s.DecayedGrad(s.F("weight_decay"));
   const Value m = b.Add(b.Mul(s.state.at("m"), s.C(b1)), b.Mul(s.C(1.0 - b1), g));
-  const Value u = NanMax(b, b.Mul(s.state.at("v"), s.C(s.F("beta2"))), b.Add(b.Unary("stablehlo.abs", g), s.C(s.F("eps"))));
+  const Value u = NanMax(b, b.Mul(s.state.at("v"), s.C(s.F("beta2"))),
+                         b.Add(b.Unary("stablehlo.abs", g), s.C(s.F("eps"))));
   s.Set("m", m);
   s.Set("v", u);
   return b.Add(s.p, b.Div(b.Mul(neg_clr, m), u));
@@ -297,7 +313,8 @@ Value LambUpdate(Step& s) {
   const Value p_norm = s.Norm(s.p);  // the stored params widen exactly to T and to f64
   const Value r_norm = s.Norm(r);
   const Value zero = s.F64(0.0);
-  const Value degenerate = b.Binary("stablehlo.or", b.Compare(p_norm, zero, "EQ"), b.Compare(r_norm, zero, "EQ"));
+  const Value degenerate =
+      b.Binary("stablehlo.or", b.Compare(p_norm, zero, "EQ"), b.Compare(r_norm, zero, "EQ"));
   const Value ratio = b.Select(degenerate, s.F64(1.0), b.Div(p_norm, r_norm));
   const Value neg_step = s.Coef(b.Unary("stablehlo.negate", b.Mul(s.F64(lr), ratio)));
   s.Set("m", m);
@@ -314,7 +331,8 @@ Value SgdUpdate(Step& s) {
   Value d = s.DecayedGrad(s.F("weight_decay"));
   if (mu != 0.0) {
     const Value first = b.BroadcastTo(b.Compare(t, s.F64(1.0), "EQ"), s.st.shape);
-    const Value running = b.Add(b.Mul(s.state.at("momentum_buffer"), s.C(mu)), b.Mul(s.C(1.0 - s.F("dampening")), d));
+    const Value running =
+        b.Add(b.Mul(s.state.at("momentum_buffer"), s.C(mu)), b.Mul(s.C(1.0 - s.F("dampening")), d));
     const Value buf = b.Select(first, d, running);
     s.Set("momentum_buffer", buf);
     d = s.a.Bool("nesterov") ? b.Add(d, b.Mul(s.C(mu), buf)) : buf;
@@ -341,7 +359,8 @@ Value RmspropUpdate(Step& s) {
   (void)s.Advance();
   const double alpha = s.F("alpha"), mu = s.F("momentum");
   const Value g = s.DecayedGrad(s.F("weight_decay"));
-  const Value sq = b.Add(b.Mul(s.state.at("square_avg"), s.C(alpha)), b.Mul(b.Mul(s.C(1.0 - alpha), g), g));
+  const Value sq =
+      b.Add(b.Mul(s.state.at("square_avg"), s.C(alpha)), b.Mul(b.Mul(s.C(1.0 - alpha), g), g));
   s.Set("square_avg", sq);
   Value avg;
   if (s.a.Bool("centered")) {
@@ -384,12 +403,15 @@ Value LarsUpdate(Step& s) {
   const Value p_norm = s.Norm(s.p);
   const Value g_norm = s.Norm(s.g);
   const Value zero = s.F64(0.0);
-  const Value degenerate = b.Binary("stablehlo.or", b.Compare(p_norm, zero, "EQ"), b.Compare(g_norm, zero, "EQ"));
+  const Value degenerate =
+      b.Binary("stablehlo.or", b.Compare(p_norm, zero, "EQ"), b.Compare(g_norm, zero, "EQ"));
   const Value denom = b.Add(b.Add(g_norm, b.Mul(s.F64(wd), p_norm)), s.F64(s.F("eps")));
-  const Value local = b.Select(degenerate, s.F64(1.0), b.Div(b.Mul(s.F64(s.F("eta")), p_norm), denom));
+  const Value local =
+      b.Select(degenerate, s.F64(1.0), b.Div(b.Mul(s.F64(s.F("eta")), p_norm), denom));
   const Value scale = s.Coef(b.Mul(s.F64(s.F("lr")), local));
   const Value d = s.DecayedGrad(wd);
-  const Value buf = b.Add(b.Mul(s.state.at("momentum_buffer"), s.C(s.F("momentum"))), b.Mul(scale, d));
+  const Value buf =
+      b.Add(b.Mul(s.state.at("momentum_buffer"), s.C(s.F("momentum"))), b.Mul(scale, d));
   s.Set("momentum_buffer", buf);
   return b.Sub(s.p, buf);
 }
@@ -399,7 +421,8 @@ Value AdagradUpdate(Step& s) {
   Builder& b = s.b;
   const Value t = s.Advance();
   const Value decay = b.Mul(b.Sub(t, s.F64(1.0)), s.F64(s.F("lr_decay")));
-  const Value neg_clr = s.Coef(b.Unary("stablehlo.negate", b.Div(s.F64(s.F("lr")), b.Add(s.F64(1.0), decay))));
+  const Value neg_clr =
+      s.Coef(b.Unary("stablehlo.negate", b.Div(s.F64(s.F("lr")), b.Add(s.F64(1.0), decay))));
   const Value g = s.DecayedGrad(s.F("weight_decay"));
   const Value acc = b.Add(s.state.at("sum"), b.Mul(g, g));
   s.Set("sum", acc);
@@ -414,7 +437,8 @@ Value AdadeltaUpdate(Step& s) {
   const double rho = s.F("rho");
   const Value eps = s.C(s.F("eps"));
   const Value g = s.DecayedGrad(s.F("weight_decay"));
-  const Value sq = b.Add(b.Mul(s.state.at("square_avg"), s.C(rho)), b.Mul(b.Mul(s.C(1.0 - rho), g), g));
+  const Value sq =
+      b.Add(b.Mul(s.state.at("square_avg"), s.C(rho)), b.Mul(b.Mul(s.C(1.0 - rho), g), g));
   const Value stddev = b.Unary("stablehlo.sqrt", b.Add(sq, eps));
   const Value acc0 = s.state.at("acc_delta");
   const Value delta = b.Mul(b.Div(b.Unary("stablehlo.sqrt", b.Add(acc0, eps)), stddev), g);
@@ -425,7 +449,8 @@ Value AdadeltaUpdate(Step& s) {
 }
 
 // stablehlo.while over `init`; cond and body see only the carried values.
-std::vector<Value> While(Builder& b, std::span<const Value> init, const std::function<Value(std::span<const Value>)>& cond,
+std::vector<Value> While(Builder& b, std::span<const Value> init,
+                         const std::function<Value(std::span<const Value>)>& cond,
                          const std::function<std::vector<Value>(std::span<const Value>)>& body) {
   std::vector<TensorType> types;
   for (const Value& v : init) types.push_back(v.type);
@@ -436,11 +461,12 @@ std::vector<Value> While(Builder& b, std::span<const Value> init, const std::fun
   return b.EmitRegions("stablehlo.while", init, types, regions);
 }
 
-// ---- L-BFGS ----------------------------------------------------------------------------------------
+// ---- L-BFGS
+// ----------------------------------------------------------------------------------------
 // torch.optim.LBFGS's inner iteration (optimizer.cpp): the history is a ring of `history_size`
 // (s, y, rho) slots written with dynamic_update_slice at `head`; the two-loop recursion runs as
-// two while loops over the stored pairs. A converged gradient (max |g| <=
-// tolerance_grad, no NaN) leaves params, state and the counter unchanged.
+// two while loops over the stored pairs. A converged gradient (max |g| <= tolerance_grad, no
+// NaN) leaves params, state and the counter unchanged.
 Value LbfgsUpdate(Step& s) {
   Builder& b = s.b;
   const int64_t m = s.a.Int("history_size");
@@ -481,7 +507,8 @@ Value LbfgsUpdate(Step& s) {
   // The new pair (lastStep, y = g - prevGrads) if y's > 1e-10 (never on the first step).
   const Value y = b.Sub(g, prev_grads0);
   const Value ys = dot(y, last_step0);
-  const Value accept = b.Binary("stablehlo.and", b.Unary("stablehlo.not", first), b.Compare(ys, s.F64(1e-10), "GT"));
+  const Value accept =
+      b.Binary("stablehlo.and", b.Unary("stablehlo.not", first), b.Compare(ys, s.F64(1e-10), "GT"));
   const Value zero_i = i64(0.0);
   auto update_row = [&](const Value& hist, const Value& row, const Value& at) {
     const Value ops[] = {hist, b.Reshape(row, {1, n}), at, zero_i};
@@ -490,7 +517,8 @@ Value LbfgsUpdate(Step& s) {
   const Value s_hist = b.Select(accept, update_row(s_hist0, last_step0, head), s_hist0);
   const Value y_hist = b.Select(accept, update_row(y_hist0, y, head), y_hist0);
   const Value rho_ops[] = {rho0, b.Reshape(b.Div(s.F64(1.0), ys), {1}), head};
-  const Value rho = b.Select(accept, b.Emit("stablehlo.dynamic_update_slice", rho_ops, rho0.type), rho0);
+  const Value rho =
+      b.Select(accept, b.Emit("stablehlo.dynamic_update_slice", rho_ops, rho0.type), rho0);
   const Value mi = i64(static_cast<double>(m));
   head = b.Select(accept, b.Binary("stablehlo.remainder", b.Add(head, i64(1.0)), mi), head);
   stored = b.Select(accept, b.Min(b.Add(stored, i64(1.0)), mi), stored);
@@ -503,18 +531,27 @@ Value LbfgsUpdate(Step& s) {
   };
   auto row = [&](const Value& hist, const Value& slot) {
     const Value ops[] = {hist, slot, i64(0.0)};
-    return b.Reshape(b.Emit("stablehlo.dynamic_slice", ops, {T, {1, n}}, "slice_sizes = " + I64Array(std::vector<int64_t>{1, n})), {n});
+    return b.Reshape(b.Emit("stablehlo.dynamic_slice", ops, {T, {1, n}},
+                            "slice_sizes = " + I64Array(std::vector<int64_t>{1, n})),
+                     {n});
   };
   auto at = [&](const Value& vec1, const Value& i) {  // vec1[i] of a rank-1 tensor as a scalar
     const Value ops[] = {vec1, i};
-    return scalar(b.Emit("stablehlo.dynamic_slice", ops, {vec1.dtype(), {1}}, "slice_sizes = array<i64: 1>"));
+    return scalar(
+        b.Emit("stablehlo.dynamic_slice", ops, {vec1.dtype(), {1}}, "slice_sizes = array<i64: 1>"));
   };
   auto coef = [&](const Value& f64) { return b.BroadcastTo(b.Convert(f64, T), {n}); };
 
   // Two-loop recursion on q = -g (j = 0 is the newest pair), as stablehlo.while loops over the
   // stored pairs: first j = 0 .. stored - 1, then j = stored - 1 .. 0.
-  const Value loop_a_init[] = {i64(0.0), b.Unary("stablehlo.negate", g), b.Splat({DType::Float64, {m}}, 0.0),
-                               s_hist, y_hist, rho, head, stored};
+  const Value loop_a_init[] = {i64(0.0),
+                               b.Unary("stablehlo.negate", g),
+                               b.Splat({DType::Float64, {m}}, 0.0),
+                               s_hist,
+                               y_hist,
+                               rho,
+                               head,
+                               stored};
   const std::vector<Value> loop_a = While(
       b, loop_a_init, [&](std::span<const Value> c) { return b.Compare(c[0], c[7], "LT"); },
       [&](std::span<const Value> c) {
@@ -528,8 +565,10 @@ Value LbfgsUpdate(Step& s) {
   const Value q = loop_a[1], alpha = loop_a[2];
   const Value newest = slot_of(head, zero_i);
   const Value y_new = row(y_hist, newest), s_new = row(s_hist, newest);
-  const Value h_diag = b.Select(b.Compare(stored, zero_i, "GT"), b.Div(dot(y_new, s_new), dot(y_new, y_new)), s.F64(1.0));
-  const Value loop_b_init[] = {b.Sub(stored, i64(1.0)), b.Mul(q, coef(h_diag)), alpha, s_hist, y_hist, rho, head};
+  const Value h_diag = b.Select(b.Compare(stored, zero_i, "GT"),
+                                b.Div(dot(y_new, s_new), dot(y_new, y_new)), s.F64(1.0));
+  const Value loop_b_init[] = {
+      b.Sub(stored, i64(1.0)), b.Mul(q, coef(h_diag)), alpha, s_hist, y_hist, rho, head};
   const std::vector<Value> loop_b = While(
       b, loop_b_init, [&](std::span<const Value> c) { return b.Compare(c[0], i64(0.0), "GE"); },
       [&](std::span<const Value> c) {
@@ -544,11 +583,13 @@ Value LbfgsUpdate(Step& s) {
   const double lr = s.F("lr");
   const Value l1 = SumAll(b, b.Unary("stablehlo.abs", b.Convert(g, DType::Float64)));
   const Value inv = b.Div(s.F64(1.0), l1);
-  const Value first_t = b.Mul(b.Select(b.Compare(inv, s.F64(1.0), "LT"), inv, s.F64(1.0)), s.F64(lr));
+  const Value first_t =
+      b.Mul(b.Select(b.Compare(inv, s.F64(1.0), "LT"), inv, s.F64(1.0)), s.F64(lr));
   const Value t = b.Select(first, first_t, s.F64(lr));
   const Value gtd = dot(g, d);
   const Value last_step = b.Mul(d, coef(t));
-  const Value descent = b.Unary("stablehlo.not", b.Compare(gtd, s.F64(-s.F("tolerance_change")), "GT"));
+  const Value descent =
+      b.Unary("stablehlo.not", b.Compare(gtd, s.F64(-s.F("tolerance_change")), "GT"));
   const Value moved = b.Select(descent, b.Add(p, last_step), p);
 
   // Everything stays as it was when converged.
@@ -567,8 +608,9 @@ Value LbfgsUpdate(Step& s) {
   return b.Reshape(keep(moved, p), s.st.shape);
 }
 
-// ---- running metrics ----------------------------------------------------------------------------------
-// Rank-0 f64 state like the CPU op's scalars; the result rounded through f32 like SetDouble.
+// ---- running metrics
+// ---------------------------------------------------------------------------------- Rank-0 f64
+// state like the CPU op's scalars; the result rounded through f32 like SetDouble.
 Value Accumulate(LowerContext& ctx, const std::string& key, const Value& add) {
   const Value next = ctx.b.Add(ctx.State(key, {DType::Float64, {}}), add);
   ctx.SetState(key, next);
@@ -601,9 +643,12 @@ void RegisterTrainLowerings(LoweringTable& t) {
     return std::vector<Value>{b.Convert(b.Reshape(g, in[0].shape()), ctx.out_type(0).dtype)};
   });
 
-  t.Add("train.loss.mse", MeanLoss([](Builder& b, const Value& p, const Value& t) { return Square(b, b.Sub(p, t)); }));
-  t.Add("train.loss.mae",
-        MeanLoss([](Builder& b, const Value& p, const Value& t) { return b.Unary("stablehlo.abs", b.Sub(p, t)); }));
+  t.Add("train.loss.mse", MeanLoss([](Builder& b, const Value& p, const Value& t) {
+          return Square(b, b.Sub(p, t));
+        }));
+  t.Add("train.loss.mae", MeanLoss([](Builder& b, const Value& p, const Value& t) {
+          return b.Unary("stablehlo.abs", b.Sub(p, t));
+        }));
   t.Add("train.loss.huber", MeanLoss(HuberTerm));
   t.Add("train.loss.binary_cross_entropy", MeanLoss(BceTerm, CheckProbabilities));
   t.Add("train.loss.kl_divergence", MeanLoss(KlTerm, CheckNonNegativePair));
@@ -616,8 +661,10 @@ void RegisterTrainLowerings(LoweringTable& t) {
   t.Add("train.loss.kl_divergence_grad", LossGrad(KlGradTerm, CheckNonNegativePair));
 
   const std::vector<std::string> adam_keys = {"m", "v", "step"};
-  t.Add("train.optimizer.adam", Optimizer(adam_keys, [](Step& s) { return AdamUpdate(s, AdamKind::Adam); }));
-  t.Add("train.optimizer.adamw", Optimizer(adam_keys, [](Step& s) { return AdamUpdate(s, AdamKind::AdamW); }));
+  t.Add("train.optimizer.adam",
+        Optimizer(adam_keys, [](Step& s) { return AdamUpdate(s, AdamKind::Adam); }));
+  t.Add("train.optimizer.adamw",
+        Optimizer(adam_keys, [](Step& s) { return AdamUpdate(s, AdamKind::AdamW); }));
   t.Add("train.optimizer.adamax", Optimizer(adam_keys, AdamaxUpdate));
   t.Add("train.optimizer.lamb", Optimizer(adam_keys, LambUpdate));
   t.Add("train.optimizer.sgd", Optimizer({"momentum_buffer", "step"}, SgdUpdate));
@@ -628,9 +675,9 @@ void RegisterTrainLowerings(LoweringTable& t) {
   t.Add("train.optimizer.lars", Optimizer({"momentum_buffer", "step"}, LarsUpdate));
   t.Add("train.optimizer.adagrad", Optimizer({"sum", "step"}, AdagradUpdate));
   t.Add("train.optimizer.adadelta", Optimizer({"square_avg", "acc_delta", "step"}, AdadeltaUpdate));
-  t.Add("train.optimizer.lbfgs",
-        Optimizer({"last_step", "prev_grads", "s_history", "y_history", "rho_history", "head", "stored", "step"},
-                  LbfgsUpdate));
+  t.Add("train.optimizer.lbfgs", Optimizer({"last_step", "prev_grads", "s_history", "y_history",
+                                            "rho_history", "head", "stored", "step"},
+                                           LbfgsUpdate));
 
   t.Add("bench.metric.accuracy", [](LowerContext& ctx, std::span<const Value> in) {
     Builder& b = ctx.b;
@@ -639,11 +686,13 @@ void RegisterTrainLowerings(LoweringTable& t) {
     const Value pa = ArgMaxLast(b, b.Reshape(in[0], {rows, n}));
     const Value ta = ArgMaxLast(b, b.Reshape(in[1], {rows, n}));
     const int64_t axis0[] = {0};
-    const Value hits = b.Reduce(b.Convert(b.Compare(pa, ta, "EQ"), DType::Float64), axis0, ReduceKind::Sum);
+    const Value hits =
+        b.Reduce(b.Convert(b.Compare(pa, ta, "EQ"), DType::Float64), axis0, ReduceKind::Sum);
     const Value correct = Accumulate(ctx, "correct", hits);
-    const Value total = Accumulate(ctx, "total", b.Scalar(DType::Float64, static_cast<double>(rows)));
-    const Value acc = b.Select(b.Compare(total, b.Scalar(DType::Float64, 0.0), "GT"), b.Div(correct, total),
-                               b.Scalar(DType::Float64, 0.0));
+    const Value total =
+        Accumulate(ctx, "total", b.Scalar(DType::Float64, static_cast<double>(rows)));
+    const Value acc = b.Select(b.Compare(total, b.Scalar(DType::Float64, 0.0), "GT"),
+                               b.Div(correct, total), b.Scalar(DType::Float64, 0.0));
     return std::vector<Value>{MetricOut(ctx, acc)};
   });
   // exp(mean over rows of -sum_i t_i ln(p_i + 1e-9)), running over runs.
@@ -658,7 +707,8 @@ void RegisterTrainLowerings(LoweringTable& t) {
     const Value ce = b.Unary("stablehlo.negate", b.Reduce(terms, last, ReduceKind::Sum));
     const int64_t axis0[] = {0};
     const Value sum = Accumulate(ctx, "cross_entropy_sum", b.Reduce(ce, axis0, ReduceKind::Sum));
-    const Value total = Accumulate(ctx, "total", b.Scalar(DType::Float64, static_cast<double>(rows)));
+    const Value total =
+        Accumulate(ctx, "total", b.Scalar(DType::Float64, static_cast<double>(rows)));
     return std::vector<Value>{MetricOut(ctx, b.Unary("stablehlo.exponential", b.Div(sum, total)))};
   });
   // Binary micro F1 with threshold 0.5 on both inputs, counts running over runs.
@@ -671,14 +721,16 @@ void RegisterTrainLowerings(LoweringTable& t) {
     auto count = [&](const Value& pred, const Value& act) {
       return SumAll(b, b.Convert(b.Binary("stablehlo.and", pred, act), DType::Float64));
     };
-    const Value not_pred = b.Unary("stablehlo.not", predicted), not_act = b.Unary("stablehlo.not", actual);
+    const Value not_pred = b.Unary("stablehlo.not", predicted),
+                not_act = b.Unary("stablehlo.not", actual);
     const Value tp = Accumulate(ctx, "true_positives", count(predicted, actual));
     const Value fp = Accumulate(ctx, "false_positives", count(predicted, not_act));
     const Value fn = Accumulate(ctx, "false_negatives", count(not_pred, actual));
     const Value eps = b.Scalar(DType::Float64, 1e-9);
     const Value prec = b.Div(tp, b.Add(b.Add(tp, fp), eps));
     const Value rec = b.Div(tp, b.Add(b.Add(tp, fn), eps));
-    const Value f1 = b.Div(b.Mul(b.Mul(b.Scalar(DType::Float64, 2.0), prec), rec), b.Add(b.Add(prec, rec), eps));
+    const Value f1 =
+        b.Div(b.Mul(b.Mul(b.Scalar(DType::Float64, 2.0), prec), rec), b.Add(b.Add(prec, rec), eps));
     return std::vector<Value>{MetricOut(ctx, f1)};
   });
 
