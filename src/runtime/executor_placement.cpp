@@ -108,6 +108,17 @@ std::map<std::string, Tensor> Executor::RunPlaced(std::map<std::string, Tensor> 
     if (s >= 0) {
       PlacedSegment& seg = segments_[static_cast<size_t>(s)];
       if (step == seg.steps.front()) {
+        // model.freeze may have changed the frozen flags since planning: the program changes with them.
+        for (SegmentNode& n : seg.segment.nodes) {
+          for (size_t i = 0; i < n.node->inputs.size(); ++i) {
+            const auto f = params_.frozen.find(n.node->inputs[i]);
+            const bool frozen = f != params_.frozen.end() && f->second;
+            if (n.input_frozen[i] != frozen) {
+              n.input_frozen[i] = frozen;
+              seg.program.reset();
+            }
+          }
+        }
         if (!seg.program) seg.program = device.Compile(seg.segment);
         std::vector<Tensor> in;
         for (const std::string& name : seg.segment.inputs) {

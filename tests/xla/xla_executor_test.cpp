@@ -159,3 +159,37 @@ TEST(XlaExecutor, WrongInputDTypeIsRefusedBeforeAnyDeviceWork) {
 
 }  // namespace
 }  // namespace backplane::xla
+
+namespace backplane::xla {
+namespace {
+
+// model.freeze runs on the CPU before the optimizers' device program: the program must see the flag.
+TEST(XlaExecutor, ParametersFrozenInTheGraphAreNotUpdated) {
+  auto backend = cpu::CreateBackend();
+  const ir::Graph g = ir::ParseGraph(R"({"format": "backplane.graph", "version": 1,
+      "inputs": [{"name": "t", "dtype": "f32", "shape": [2]}],
+      "params": [{"name": "enc.w", "dtype": "f32", "shape": [2], "init": {"kind": "ones"}},
+                 {"name": "dec.w", "dtype": "f32", "shape": [2], "init": {"kind": "ones"}}],
+      "nodes": [{"op": "model.freeze", "inputs": ["t"], "outputs": ["n"], "attrs": {"pattern": "enc"}},
+                {"op": "train.grad.mse", "inputs": ["enc.w", "t"], "outputs": ["ge"]},
+                {"op": "train.grad.mse", "inputs": ["dec.w", "t"], "outputs": ["gd"]},
+                {"name": "opt_enc", "op": "train.optimizer.adam", "inputs": ["enc.w", "ge"], "outputs": ["enc_next"]},
+                {"name": "opt_dec", "op": "train.optimizer.adam", "inputs": ["dec.w", "gd"], "outputs": ["dec_next"]}],
+      "outputs": ["n", "enc_next", "dec_next"]})");
+  runtime::Executor cpu(g, *backend);
+  runtime::Executor xla(g, *backend, {.device = &Device()});
+  const Tensor t = Tensor::FromDoubles(DType::Float32, {2}, std::vector<double>{3, -3});
+  for (int run = 0; run < 2; ++run) {
+    const auto want = cpu.Run({{"t", t}});
+    const auto got = xla.Run({{"t", t}});
+    EXPECT_EQ(got.at("enc_next").ToDoubles(), (std::vector<double>{1, 1}));
+    for (const auto& [name, w] : want) ExpectClose(got.at(name), w, 1e-6, name);
+  }
+  const auto saved = xla.SaveParams();
+  EXPECT_EQ(saved.at("enc.w").ToDoubles(), (std::vector<double>{1, 1}));
+  EXPECT_EQ(saved.at("opt_enc/step").GetDouble(0), 0.0);
+  EXPECT_EQ(saved.at("opt_dec/step").GetDouble(0), 2.0);
+}
+
+}  // namespace
+}  // namespace backplane::xla
