@@ -138,6 +138,24 @@ void AddPoolProbes(std::vector<DeviceProbe>& p) {
   }
 }
 
+void AddShapeProbes(std::vector<DeviceProbe>& p) {
+  p.push_back({.op = "shape.concat", .inputs = {{"T", {2, 3, 4}}, {"T", {2, 1, 4}}, {"T", {2, 5, 4}}}, .attrs = R"({"axis": 1})"});
+  p.push_back({.op = "shape.concat", .inputs = {{"T", {3, 2}}, {"T", {3, 5}}}, .attrs = R"({"axis": -1})"});
+  p.push_back({.op = "shape.split", .inputs = {{"T", {2, 6, 3}}}, .attrs = R"({"axis": 1, "sizes": [1, 3, 2]})", .outputs = 3});
+  p.push_back({.op = "shape.split", .inputs = {{"T", {4, 5}}}, .attrs = R"({"axis": -2, "count": 2})", .outputs = 2});
+  p.push_back({.op = "shape.upsample_nearest2d", .inputs = {{"T", {2, 3, 3, 5}}}, .attrs = R"({"scale_h": 2, "scale_w": 1.5})"});
+  p.push_back({.op = "shape.upsample_nearest2d", .inputs = {{"T", {1, 2, 4, 5}}}, .attrs = R"({"out_h": 7, "out_w": 3})"});
+  p.push_back({.op = "shape.view_as_heads", .inputs = {{"T", {2, 5, 12}}}, .attrs = R"({"num_heads": 3})"});
+  p.push_back({.op = "shape.merge_heads", .inputs = {{"T", {2, 3, 5, 4}}}});
+  p.push_back({.op = "shape.last_token", .inputs = {{"T", {2, 5, 3}}}});
+  p.push_back({.op = "shape.last_token", .inputs = {{"T", {3, 4}}}});
+  p.push_back({.op = "shape.slice", .inputs = {{"T", {5, 7, 4}}},
+               .attrs = R"({"starts": [1, -1], "ends": [4, -8], "axes": [0, 1], "steps": [2, -2]})"});
+  p.push_back({.op = "shape.slice", .inputs = {{"T", {5, 7, 4}}},
+               .attrs = R"({"starts": [-100, 2, -1], "ends": [100, 3, -100], "axes": [2, 0, -2], "steps": [3, 1, -3]})"});
+  p.push_back({.op = "shape.slice", .inputs = {{"T", {6, 3}}}, .attrs = R"({"starts": [4], "ends": [2]})"});
+}
+
 }  // namespace
 
 void AddNnProbes(std::vector<DeviceProbe>& p) {
@@ -148,6 +166,7 @@ void AddNnProbes(std::vector<DeviceProbe>& p) {
   AddProjectionProbes(p);
   AddConvProbes(p);
   AddPoolProbes(p);
+  AddShapeProbes(p);
 }
 
 }  // namespace backplane::conformance
