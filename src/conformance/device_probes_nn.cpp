@@ -156,6 +156,33 @@ void AddShapeProbes(std::vector<DeviceProbe>& p) {
   p.push_back({.op = "shape.slice", .inputs = {{"T", {6, 3}}}, .attrs = R"({"starts": [4], "ends": [2]})"});
 }
 
+void AddQuantProbes(std::vector<DeviceProbe>& p) {
+  p.push_back({.op = "quant.dequant_int8", .inputs = {{"T", {5, 7}, -128, 127}}, .attrs = R"({"scale": 0.37, "zero_point": 3})"});
+  p.push_back({.op = "quant.dequant_int8", .inputs = {{"T", {3, 4}, -128, 127}}});
+  // The op's dtype is the int8 result; the float source runs in every float format.
+  for (const char* src : {"f64", "f32", "f16", "bf16"}) {
+    p.push_back({.op = "quant.quantize_int8", .inputs = {{src, {5, 7}, -60, 60}}, .attrs = R"({"scale": 0.3, "zero_point": -5})",
+                 .dtypes = {DType::Int8}});
+    p.push_back({.op = "quant.quantize_int8", .inputs = {{src, {4, 6}, -3, 3}}, .attrs = R"({"scale": 0.5})",
+                 .dtypes = {DType::Int8}});
+  }
+  // ggml blocks from random bytes (f16 scales of every kind: subnormal, huge, Inf and NaN too).
+  const std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> formats = {
+      {"f32", {1, 4}},     {"f16", {1, 2}},     {"bf16", {1, 2}},    {"q4_0", {32, 18}},  {"q4_1", {32, 20}},
+      {"q5_0", {32, 22}},  {"q5_1", {32, 24}},  {"q8_0", {32, 34}},  {"q8_1", {32, 36}},  {"q2_k", {256, 84}},
+      {"q3_k", {256, 110}}, {"q4_k", {256, 144}}, {"q5_k", {256, 176}}, {"q6_k", {256, 210}}, {"q8_k", {256, 292}}};
+  for (const auto& [name, layout] : formats) {
+    const auto [elements, bytes] = layout;
+    const std::string a = R"({"format": ")" + name + R"("})";
+    const int64_t per_row = elements == 1 ? 5 : 2;
+    p.push_back({.op = "quant.block_dequantize", .inputs = {{"u8", {3, per_row * bytes}, 0, 255}}, .attrs = a,
+                 .dtypes = {DType::Float32}});
+    p.push_back({.op = "quant.block_matmul",
+                 .inputs = {{"T", {2, 3, per_row * elements}}, {"u8", {5, per_row * bytes}, 0, 255}},
+                 .attrs = a, .dtypes = {DType::Float32}});
+  }
+}
+
 }  // namespace
 
 void AddNnProbes(std::vector<DeviceProbe>& p) {
@@ -167,6 +194,7 @@ void AddNnProbes(std::vector<DeviceProbe>& p) {
   AddConvProbes(p);
   AddPoolProbes(p);
   AddShapeProbes(p);
+  AddQuantProbes(p);
 }
 
 }  // namespace backplane::conformance
