@@ -183,6 +183,44 @@ void AddQuantProbes(std::vector<DeviceProbe>& p) {
   }
 }
 
+void AddFusedProbes(std::vector<DeviceProbe>& p) {
+  for (const char* act : {"none", "relu", "gelu", "gelu_tanh"}) {
+    const std::string a = std::string(R"({"pattern": "matmul_bias_act", "activation": ")") + act + R"("})";
+    p.push_back({.op = "Fused", .inputs = {{"T", {2, 3, 5}, -3, 3}, {"T", {5, 4}, -3, 3}, {"T", {4}, -3, 3}}, .attrs = a});
+    p.push_back({.op = "Fused", .inputs = {{"T", {7}, -4, 4}, {"T", {7, 3}, -4, 4}}, .attrs = a});
+  }
+  p.push_back({.op = "Fused", .inputs = {{"T", {3, 7}}, {"T", {3, 7}}, {"T", {7}}, {"T", {7}}},
+               .attrs = R"({"pattern": "add_layernorm"})", .outputs = 2});
+  p.push_back({.op = "Fused", .inputs = {{"T", {2, 2, 5}}, {"T", {2, 2, 5}}, {"T", {5}}, {"T", {5}}},
+               .attrs = R"({"pattern": "add_layernorm"})"});
+}
+
+void AddSpatialProbes(std::vector<DeviceProbe>& p) {
+  // Grid points in [-1.2, 1.2]: some fall outside the image (zeros, border, reflection).
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    for (const char* pad : {"zeros", "border", "reflection"}) {
+      for (const char* align : {"false", "true"}) {
+        const std::string a = std::string(R"({"mode": ")") + mode + R"(", "padding_mode": ")" + pad +
+                              R"(", "align_corners": )" + align + "}";
+        p.push_back({.op = "spatial.grid_sample", .inputs = {{"T", {2, 3, 5, 4}}, {"T", {2, 3, 4, 2}, -1.2, 1.2}},
+                     .attrs = a});
+      }
+    }
+  }
+  p.push_back({.op = "spatial.grid_sample", .inputs = {{"T", {1, 2, 1, 3}}, {"T", {1, 2, 2, 2}, -1.5, 1.5}},
+               .attrs = R"({"padding_mode": "reflection", "mode": "bicubic"})"});
+  // RoIs with corners in [-1, 7] on a 5 x 6 image (some partly outside, some reversed), two batches.
+  for (const char* a : {R"({"output_height": 2, "output_width": 3, "sampling_ratio": 2})",
+                        R"({"mode": "max", "output_height": 3, "output_width": 2, "sampling_ratio": 1, "spatial_scale": 0.75})",
+                        R"({"output_height": 2, "output_width": 2, "sampling_ratio": 3, "half_pixel": false})",
+                        R"({"mode": "max", "output_height": 1, "output_width": 2, "sampling_ratio": 2, "half_pixel": false})"}) {
+    for (const char* idx : {"i64", "i32"}) {
+      p.push_back({.op = "spatial.roi_align", .inputs = {{"T", {2, 3, 5, 6}}, {"T", {4, 4}, -1, 7}, {idx, {4}, 0, 1}},
+                   .attrs = a});
+    }
+  }
+}
+
 }  // namespace
 
 void AddNnProbes(std::vector<DeviceProbe>& p) {
@@ -195,6 +233,8 @@ void AddNnProbes(std::vector<DeviceProbe>& p) {
   AddPoolProbes(p);
   AddShapeProbes(p);
   AddQuantProbes(p);
+  AddFusedProbes(p);
+  AddSpatialProbes(p);
 }
 
 }  // namespace backplane::conformance

@@ -349,9 +349,75 @@ std::vector<Value> FusedQkv(LowerContext& ctx, std::span<const Value> in) {
   return out;
 }
 
+// ---- Fused (the fusion pass's kernels) --------------------------------------------------------------
+// The reference's stable logistic, in x's (compute) type.
+Value Sigmoid(Builder& b, const Value& x) {
+  const Value one = b.SplatLike(x, 1.0);
+  const Value pos = b.Div(one, b.Add(one, b.Unary("stablehlo.exponential", b.Unary("stablehlo.negate", x))));
+  const Value e = b.Unary("stablehlo.exponential", x);
+  const Value neg = b.Div(e, b.Add(one, e));
+  return b.Select(b.Compare(x, b.SplatLike(x, 0.0), "GE"), pos, neg);
+}
+
+// x * gate, a signed zero where the gate is 0.
+Value Gated(Builder& b, const Value& x, const Value& gate) {
+  const Value zero = b.SplatLike(x, 0.0);
+  // copysign(0, x) where it matters: the gate is 0 only for x < 0 (or x = -Inf).
+  const Value z = b.Select(b.Compare(x, zero, "LT"), b.SplatLike(x, -0.0), zero);
+  return b.Select(b.Compare(gate, zero, "EQ"), z, b.Mul(x, gate));
+}
+
+Value Activation(LowerContext& ctx, const std::string& act, const Value& y) {
+  Builder& b = ctx.b;
+  if (act == "none") return y;
+  const DType ct = ComputeType(y.dtype());
+  const Value x = b.Convert(y, ct);
+  Value r;
+  if (act == "relu") {
+    r = b.Select(b.Compare(x, b.SplatLike(x, 0.0), "LT"), b.SplatLike(x, 0.0), x);
+  } else if (act == "gelu_tanh") {
+    const Value cube = b.Mul(b.Mul(b.Mul(b.SplatLike(x, 0.044715), x), x), x);
+    const Value u = b.Mul(b.SplatLike(x, 0.79788456080286535588), b.Add(x, cube));
+    r = Gated(b, x, Sigmoid(b, b.Mul(b.SplatLike(x, 2.0), u)));
+  } else if (act == "gelu") {
+    const Value arg = b.Mul(b.Unary("stablehlo.negate", x), b.SplatLike(x, 0.70710678118654752440));
+    r = Gated(b, x, b.Mul(b.SplatLike(x, 0.5), b.Unary("chlo.erfc", arg)));
+  } else {
+    ctx.Unsupported(fmt::format("activation '{}'", act));
+  }
+  return b.Convert(r, y.dtype());
+}
+
+std::vector<Value> Fused(LowerContext& ctx, std::span<const Value> in) {
+  Builder& b = ctx.b;
+  const std::string& pattern = ctx.attrs().String("pattern");
+  const DType dt = ctx.out_type(0).dtype;
+  const DType ct = ComputeType(dt);
+  if (pattern == "add_layernorm") {
+    const Value sum = b.Convert(b.Add(b.Convert(in[0], ct), b.Convert(in[1], ct)), dt);
+    const Value y = nn::StoreAs(b, nn::LayerNormF64(b, nn::F64(b, sum), &in[2], &in[3], 1e-5), dt);
+    std::vector<Value> out{y};
+    if (ctx.num_outputs() > 1) out.push_back(sum);
+    return out;
+  }
+  if (pattern != "matmul_bias_act") ctx.Unsupported(fmt::format("Fused pattern {} (int4 weights stay on the CPU)", pattern));
+  // a [..., K] b [K, N]: one f64 dot per output, rounded once; then bias and activation.
+  const Shape& as = in[0].shape();
+  const int64_t k = as.back(), n = in[1].shape()[1];
+  const int64_t rows = k == 0 ? 0 : NumElements(as) / k;
+  Shape ys = as;
+  ys.back() = n;
+  const int64_t c1[] = {1}, c0[] = {0};
+  const Value y = b.DotGeneral(b.Reshape(nn::F64(b, in[0]), {rows, k}), nn::F64(b, in[1]), {}, {}, c1, c0, DType::Float64);
+  Value yr = nn::StoreResult(b, b.Reshape(y, ys), dt);
+  if (Has(in, 2)) yr = b.Convert(b.Add(b.Convert(yr, ct), b.BroadcastTo(b.Convert(in[2], ct), ys)), dt);
+  return {Activation(ctx, ctx.attrs().String("activation"), yr)};
+}
+
 }  // namespace
 
 void RegisterNnLowerings(LoweringTable& t) {
+  t.Add("Fused", Fused);
   t.Add("positional.rope", Rope);
   t.Add("positional.rope_pairs", RopePairs);
   t.Add("positional.alibi", Alibi);
