@@ -56,15 +56,37 @@ Value Attend(Builder& b, const Value& q, const Value& k, const Value& v, const V
   Value m = b.Reduce(masked, last, ReduceKind::Max);
   const Value has_nan = b.Reduce(b.Binary("stablehlo.and", visible, b.Compare(s, s, "NE")), last, ReduceKind::Or);
   m = b.Select(has_nan, b.Splat(m.type, NAN), m);
-  Shape mk = ss;
-  mk.back() = 1;
   const Value mb = b.BroadcastInDim(m, ss, Range(r - 1));
   const Value w = b.Select(visible, b.Unary("stablehlo.exponential", b.Sub(s, mb)), b.Splat(s.type, 0.0));
   const Value sum = b.Reduce(w, last, ReduceKind::Sum);  // [G..., Sq]
   const int64_t cw[] = {r - 1};
   const int64_t cv[] = {r - 2};
-  const Value o = b.DotGeneral(w, v, batch, batch, cw, cv, DType::Float64);  // [G..., Sq, Dv]
-  const Shape& os = o.shape();
+  // sum_j w_ij v_jd over the visible keys: one dot when every value is finite; otherwise a masked
+  // sum, so a NaN or Inf value of a key that a query does not see stays out of its row.
+  const Shape os = [&] {
+    Shape t = ss;
+    t.back() = v.shape().back();
+    return t;
+  }();
+  const Value finite = All(b, b.Emit("stablehlo.is_finite", std::span(&v, 1), {DType::Bool, v.shape()}));
+  const Value branch = b.Select(finite, b.Scalar(DType::Int32, 0.0), b.Scalar(DType::Int32, 1.0));
+  const Builder::Region dense{{}, [&](Builder& rb, std::span<const Value>) {
+                                return std::vector<Value>{rb.DotGeneral(w, v, batch, batch, cw, cv, DType::Float64)};
+                              }};
+  const Builder::Region sparse{{}, [&](Builder& rb, std::span<const Value>) {
+                                 Shape full = ss;  // [G..., Sq, Sk, Dv]
+                                 full.push_back(v.shape().back());
+                                 std::vector<int64_t> wd = Range(r), vd = Range(r - 2);
+                                 vd.push_back(r - 1);
+                                 vd.push_back(r);
+                                 const Value terms = rb.Mul(rb.BroadcastInDim(w, full, wd), rb.BroadcastInDim(v, full, vd));
+                                 const Value seen = rb.BroadcastInDim(sees, full, std::vector<int64_t>{r - 2, r - 1});
+                                 const Value kept = rb.Select(seen, terms, rb.Splat(terms.type, 0.0));
+                                 return std::vector<Value>{rb.Reduce(kept, std::vector<int64_t>{r - 1}, ReduceKind::Sum)};
+                               }};
+  const Builder::Region regions[] = {dense, sparse};
+  const TensorType ot{DType::Float64, os};
+  const Value o = b.EmitRegions("stablehlo.case", std::span(&branch, 1), std::span(&ot, 1), regions)[0];
   const Value y = b.Div(o, b.BroadcastInDim(sum, os, Range(r - 1)));
   const std::vector<int64_t> qd = {r - 2};
   return b.Select(b.BroadcastInDim(any, os, qd), y, b.Splat(o.type, 0.0));

@@ -332,22 +332,26 @@ Value Builder::DotGeneral(const Value& a, const Value& b, std::span<const int64_
                           Join(batch_a), Join(batch_b), Join(contract_a), Join(contract_b)));
 }
 
-std::vector<Value> Builder::EmitRegion(std::string_view op, std::span<const Value> operands,
-                                      std::span<const TensorType> results, std::span<const TensorType> block_args,
-                                      const std::function<std::vector<Value>(Builder&, std::span<const Value>)>& body,
-                                      std::string_view attrs) {
-  std::vector<Value> args;
-  std::string header;
-  for (const TensorType& t : block_args) {
-    args.push_back(Value{Fresh(), t});
-    header += (header.empty() ? "" : ", ") + args.back().name + ": " + MlirType(t);
+std::vector<Value> Builder::EmitRegions(std::string_view op, std::span<const Value> operands,
+                                       std::span<const TensorType> results, std::span<const Region> regions,
+                                       std::string_view attrs) {
+  std::string text;
+  for (const Region& region : regions) {
+    std::vector<Value> args;
+    std::string header;
+    for (const TensorType& t : region.args) {
+      args.push_back(Value{Fresh(), t});
+      header += (header.empty() ? "" : ", ") + args.back().name + ": " + MlirType(t);
+    }
+    std::string outer;
+    outer.swap(body_);
+    const std::vector<Value> ret = region.body(*this, args);
+    std::string inner;
+    inner.swap(body_);
+    body_.swap(outer);
+    text += fmt::format("{}{{\n{}{}      \"stablehlo.return\"({}) : ({}) -> ()\n    }}", text.empty() ? "" : ", ",
+                        header.empty() ? "" : "    ^bb0(" + header + "):\n", inner, NameList(ret), TypeList(ret));
   }
-  std::string outer;
-  outer.swap(body_);
-  const std::vector<Value> ret = body(*this, args);
-  std::string region;
-  region.swap(body_);
-  body_.swap(outer);
   const std::string base = Fresh();
   std::vector<Value> out;
   std::string result_types;
@@ -356,8 +360,7 @@ std::vector<Value> Builder::EmitRegion(std::string_view op, std::span<const Valu
     result_types += (i ? ", " : "") + MlirType(results[i]);
   }
   const std::string lhs = results.size() == 1 ? base : fmt::format("{}:{}", base, results.size());
-  body_ += fmt::format("    {} = \"{}\"({}) ({{\n    ^bb0({}):\n{}      \"stablehlo.return\"({}) : ({}) -> ()\n    }}){} : ({}) -> {}\n",
-                       lhs, op, NameList(operands), header, region, NameList(ret), TypeList(ret),
+  body_ += fmt::format("    {} = \"{}\"({}) ({}){} : ({}) -> {}\n", lhs, op, NameList(operands), text,
                        attrs.empty() ? "" : fmt::format(" {{{}}}", attrs), TypeList(operands),
                        results.size() == 1 ? result_types : "(" + result_types + ")");
   return out;
