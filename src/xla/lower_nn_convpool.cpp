@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "backplane/backend/pool_nd.hpp"
 #include "xla/lower_nn_common.hpp"
@@ -60,20 +61,94 @@ Value AddBias(Builder& b, const Value& y, std::span<const Value> in) {
   return b.Add(y, b.BroadcastInDim(F64(b, in[2]), y.shape(), std::vector<int64_t>{1}));
 }
 
+// The convolution as the reference sums it, tap by tap over the input elements only: padding and
+// the holes of a transposed convolution never meet a weight (so 0 * Inf is no NaN). x [N, C, s...]
+// and w [O, C / groups, k...] f64; the input padded by lo / hi (may be negative) with `interior`
+// holes.
+Value ConvByTaps(Builder& b, const Value& x, const Value& w, const Shape& out, std::span<const int64_t> strides,
+                 std::span<const int64_t> dils, std::span<const int64_t> lo, std::span<const int64_t> hi,
+                 std::span<const int64_t> interior, int64_t groups) {
+  const int64_t r = static_cast<int64_t>(strides.size());
+  const int64_t n = x.shape()[0], c = x.shape()[1], o = w.shape()[0];
+  std::vector<int64_t> plo{0, 0}, phi{0, 0}, pin{0, 0};
+  plo.insert(plo.end(), lo.begin(), lo.end());
+  phi.insert(phi.end(), hi.begin(), hi.end());
+  pin.insert(pin.end(), interior.begin(), interior.end());
+  const Value xp = Pad(b, x, b.Scalar(DType::Float64, 0.0), plo, phi, pin);
+  const Shape spatial(x.shape().begin() + 2, x.shape().end());
+  const Value mask = Pad(b, b.Splat({DType::Bool, spatial}, 1.0), b.Scalar(DType::Bool, 0.0), lo, hi, interior);
+  const Shape kernel(w.shape().begin() + 2, w.shape().end());
+  const Shape out_spatial(out.begin() + 2, out.end());
+  Value y = b.Splat({DType::Float64, out}, 0.0);
+  for (int64_t t = 0; t < NumElements(kernel); ++t) {
+    std::vector<int64_t> k(static_cast<size_t>(r));
+    for (int64_t i = r, f = t; i-- > 0;) {
+      k[static_cast<size_t>(i)] = f % kernel[static_cast<size_t>(i)];
+      f /= kernel[static_cast<size_t>(i)];
+    }
+    std::vector<int64_t> xs{0, 0}, xl{n, c}, xstr{1, 1}, ms, ml, ws{0, 0}, wl{o, w.shape()[1]};
+    for (int64_t i = 0; i < r; ++i) {
+      const size_t a = static_cast<size_t>(i);
+      const int64_t start = k[a] * dils[a], limit = start + (out_spatial[a] - 1) * strides[a] + 1;
+      xs.push_back(start);
+      xl.push_back(limit);
+      xstr.push_back(strides[a]);
+      ms.push_back(start);
+      ml.push_back(limit);
+      ws.push_back(k[a]);
+      wl.push_back(k[a] + 1);
+    }
+    const std::vector<int64_t> mstr(xstr.begin() + 2, xstr.end());
+    Shape xg{n, groups, c / groups};
+    xg.insert(xg.end(), out_spatial.begin(), out_spatial.end());
+    const Value xt = b.Reshape(b.Slice(xp, xs, xl, xstr), xg);
+    const Value wt = b.Reshape(b.Slice(w, ws, wl, std::vector<int64_t>(static_cast<size_t>(r) + 2, 1)),
+                               {groups, o / groups, c / groups});
+    const int64_t ba[] = {1}, bb[] = {0}, ca[] = {2}, cb[] = {2};
+    const Value prod = b.DotGeneral(xt, wt, ba, bb, ca, cb, DType::Float64);  // [g, N, out..., O/g]
+    std::vector<int64_t> perm{1, 0, 2 + r};
+    for (int64_t i = 0; i < r; ++i) perm.push_back(2 + i);
+    const Value term = b.Reshape(b.Transpose(prod, perm), out);
+    const Value seen = b.BroadcastInDim(b.Slice(mask, ms, ml, mstr), out, Range(r + 2, 2));
+    y = b.Add(y, b.Select(seen, term, b.Splat(term.type, 0.0)));
+  }
+  return y;
+}
+
+// `fast` when every weight is finite (padding and holes then add exact zeros), else tap by tap (the
+// plugin's convolution skips padding today; this keeps the reference's rule whatever it emits).
+Value ExactWhenNonFinite(Builder& b, const Value& w, bool needs, const std::function<Value(Builder&)>& fast,
+                         const std::function<Value(Builder&)>& taps, const TensorType& type) {
+  if (!needs) return fast(b);
+  const Value finite = All(b, b.Emit("stablehlo.is_finite", std::span(&w, 1), {DType::Bool, w.shape()}));
+  const Value branch = b.Select(finite, b.Scalar(DType::Int32, 0.0), b.Scalar(DType::Int32, 1.0));
+  const Builder::Region regions[] = {
+      {{}, [&](Builder& rb, std::span<const Value>) { return std::vector<Value>{fast(rb)}; }},
+      {{}, [&](Builder& rb, std::span<const Value>) { return std::vector<Value>{taps(rb)}; }}};
+  return b.EmitRegions("stablehlo.case", std::span(&branch, 1), std::span(&type, 1), regions)[0];
+}
+
 LowerFn Conv(size_t r) {
   return [r](LowerContext& ctx, std::span<const Value> in) {
     Builder& b = ctx.b;
     const TensorType& out = ctx.out_type(0);
     if (NumElements(out.shape) == 0) return std::vector<Value>{b.Splat(out, 0.0)};
     const std::vector<ConvAxis> axes = ConvAxes(ctx.attrs(), r, false);
-    std::vector<int64_t> strides, pads, dils, ones(r, 1);
+    std::vector<int64_t> strides, pads, dils, ones(r, 1), zeros(r, 0);
+    bool padded = false;
     for (const ConvAxis& a : axes) {
       strides.push_back(a.stride);
       pads.push_back(a.pad);
       dils.push_back(a.dil);
+      padded = padded || a.pad > 0;
     }
-    const Value y = Convolution(b, F64(b, in[0]), F64(b, in[1]), {DType::Float64, out.shape}, "o, i", strides, pads,
-                                pads, ones, dils, ctx.attrs().Int("groups"));
+    const int64_t groups = ctx.attrs().Int("groups");
+    const Value x = F64(b, in[0]), w = F64(b, in[1]);
+    const TensorType yt{DType::Float64, out.shape};
+    const Value y = ExactWhenNonFinite(
+        b, w, padded,
+        [&](Builder& rb) { return Convolution(rb, x, w, yt, "o, i", strides, pads, pads, ones, dils, groups); },
+        [&](Builder& rb) { return ConvByTaps(rb, x, w, out.shape, strides, dils, pads, pads, zeros, groups); }, yt);
     return std::vector<Value>{StoreAs(b, AddBias(b, y, in), out.dtype)};
   };
 }
@@ -83,7 +158,8 @@ std::vector<Value> ConvTranspose2d(LowerContext& ctx, std::span<const Value> in)
   const TensorType& out = ctx.out_type(0);
   if (NumElements(out.shape) == 0) return {b.Splat(out, 0.0)};
   const std::vector<ConvAxis> axes = ConvAxes(ctx.attrs(), 2, true);
-  std::vector<int64_t> lo, hi, lhs_dil, dils, ones(2, 1);
+  std::vector<int64_t> lo, hi, lhs_dil, holes, dils, ones(2, 1);
+  bool zeros_meet_weights = false;
   for (size_t i = 0; i < 2; ++i) {
     const ConvAxis& a = axes[i];
     const int64_t k = in[1].shape()[i + 2];
@@ -91,11 +167,22 @@ std::vector<Value> ConvTranspose2d(LowerContext& ctx, std::span<const Value> in)
     lo.push_back(edge);
     hi.push_back(edge + a.out_pad);
     lhs_dil.push_back(a.stride);
+    holes.push_back(a.stride - 1);
     dils.push_back(a.dil);
+    zeros_meet_weights = zeros_meet_weights || a.stride > 1 || edge > 0 || edge + a.out_pad > 0;
   }
   const int64_t flip[] = {2, 3};
+  const Value x = F64(b, in[0]);
   const Value w = Reverse(b, F64(b, in[1]), flip);
-  const Value y = Convolution(b, F64(b, in[0]), w, {DType::Float64, out.shape}, "i, o", ones, lo, hi, lhs_dil, dils, 1);
+  const TensorType yt{DType::Float64, out.shape};
+  const Value y = ExactWhenNonFinite(
+      b, w, zeros_meet_weights,
+      [&](Builder& rb) { return Convolution(rb, x, w, yt, "i, o", ones, lo, hi, lhs_dil, dils, 1); },
+      [&](Builder& rb) {
+        const int64_t perm[] = {1, 0, 2, 3};
+        return ConvByTaps(rb, x, rb.Transpose(w, perm), out.shape, ones, dils, lo, hi, holes, 1);
+      },
+      yt);
   return {StoreAs(b, AddBias(b, y, in), out.dtype)};
 }
 
