@@ -317,10 +317,11 @@ std::vector<Value> Bag(LowerContext& ctx, std::span<const Value> in) {
 // the bias added in the compute type.
 Value Project(Builder& b, const Value& x, const Value& w, const Value* bias, DType dt) {
   const Shape& s = x.shape();
-  const int64_t k = s.back(), rows = NumElements(s) / std::max<int64_t>(k, 1), out = w.shape()[0];
+  const int64_t k = s.back(), out = w.shape()[0];
   Shape ys(s.begin(), s.end() - 1);
+  const int64_t rows = NumElements(ys);
   ys.push_back(out);
-  const Value x2 = b.Reshape(nn::F64(b, x), {NumElements(s) == 0 ? 0 : rows, k});
+  const Value x2 = b.Reshape(nn::F64(b, x), {rows, k});
   const int64_t c1[] = {1};
   const Value y = b.DotGeneral(x2, nn::F64(b, w), {}, {}, c1, c1, DType::Float64);
   Value yr = nn::StoreResult(b, b.Reshape(y, ys), dt);
@@ -404,7 +405,7 @@ std::vector<Value> Fused(LowerContext& ctx, std::span<const Value> in) {
   // a [..., K] b [K, N]: one f64 dot per output, rounded once; then bias and activation.
   const Shape& as = in[0].shape();
   const int64_t k = as.back(), n = in[1].shape()[1];
-  const int64_t rows = k == 0 ? 0 : NumElements(as) / k;
+  const int64_t rows = NumElements(Shape(as.begin(), as.end() - 1));
   Shape ys = as;
   ys.back() = n;
   const int64_t c1[] = {1}, c0[] = {0};

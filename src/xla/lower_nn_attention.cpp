@@ -94,6 +94,10 @@ Value Attend(Builder& b, const Value& q, const Value& k, const Value& v, const V
 
 std::vector<Value> Sdpa(LowerContext& ctx, std::span<const Value> in) {
   Builder& b = ctx.b;
+  const int64_t r = in[0].rank();
+  if (in[0].shape().back() == 0 && in[0].shape()[static_cast<size_t>(r - 2)] > 0 && in[1].shape()[static_cast<size_t>(r - 2)] > 0) {
+    ctx.Unsupported("depth 0 with queries and keys (the CPU kernel rejects it: the scale is 1/sqrt(depth))");
+  }
   Visibility vis;
   vis.causal = ctx.attrs().Bool("causal");
   const Value y = Attend(b, F64(b, in[0]), F64(b, in[1]), F64(b, in[2]), vis);
