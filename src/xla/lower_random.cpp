@@ -130,8 +130,8 @@ std::vector<Value> While(Builder& b, std::span<const Value> init,
   std::vector<TensorType> types;
   for (const Value& v : init) types.push_back(v.type);
   const Builder::Region regions[] = {
-      {types, [&](std::span<const Value> a) { return std::vector<Value>{cond(a)}; }},
-      {types, [&](std::span<const Value> a) { return body(a); }},
+      {types, [&](Builder&, std::span<const Value> a) { return std::vector<Value>{cond(a)}; }},
+      {types, [&](Builder&, std::span<const Value> a) { return body(a); }},
   };
   return b.EmitRegions("stablehlo.while", init, types, regions);
 }
@@ -184,7 +184,7 @@ LowerFn Sampler(Method method) {
     const Value sort_in[] = {prob, iota};
     const TensorType sort_types[] = {prob.type, iota.type};
     const TensorType f64s{DType::Float64, {}}, i32s{DType::Int32, {}};
-    const Builder::Region cmp[] = {{{f64s, f64s, i32s, i32s}, [&](std::span<const Value> r) {
+    const Builder::Region cmp[] = {{{f64s, f64s, i32s, i32s}, [&](Builder&, std::span<const Value> r) {
                                       return std::vector<Value>{b.Compare(r[0], r[1], "GT")};
                                     }}};
     const std::vector<Value> sorted = b.EmitRegions("stablehlo.sort", sort_in, sort_types, cmp,

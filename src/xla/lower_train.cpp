@@ -455,8 +455,8 @@ std::vector<Value> While(Builder& b, std::span<const Value> init,
   std::vector<TensorType> types;
   for (const Value& v : init) types.push_back(v.type);
   const Builder::Region regions[] = {
-      {types, [&](std::span<const Value> a) { return std::vector<Value>{cond(a)}; }},
-      {types, [&](std::span<const Value> a) { return body(a); }},
+      {types, [&](Builder&, std::span<const Value> a) { return std::vector<Value>{cond(a)}; }},
+      {types, [&](Builder&, std::span<const Value> a) { return body(a); }},
   };
   return b.EmitRegions("stablehlo.while", init, types, regions);
 }

@@ -344,22 +344,25 @@ Value Builder::DotGeneral(const Value& a, const Value& b, std::span<const int64_
 }
 
 std::vector<Value> Builder::EmitRegions(std::string_view op, std::span<const Value> operands,
-                                         std::span<const TensorType> results, std::span<const Region> regions,
-                                         std::string_view attrs) {
+                                       std::span<const TensorType> results, std::span<const Region> regions,
+                                       std::string_view attrs) {
   std::string region_text;
-  for (size_t r = 0; r < regions.size(); ++r) {
-    std::string text;  // the region's body is emitted on an empty body_, then swapped out
-    std::swap(text, body_);
+  for (const Region& region : regions) {
     std::vector<Value> args;
     std::string header;
-    for (size_t i = 0; i < regions[r].args.size(); ++i) {
-      args.push_back(Value{Fresh(), regions[r].args[i]});
-      header += fmt::format("{}{}: {}", i ? ", " : "", args.back().name, MlirType(args.back().type));
+    for (const TensorType& t : region.args) {
+      args.push_back(Value{Fresh(), t});
+      header += (header.empty() ? "" : ", ") + args.back().name + ": " + MlirType(t);
     }
-    const std::vector<Value> ret = regions[r].body(args);
-    body_ += fmt::format("      \"stablehlo.return\"({}) : ({}) -> ()\n", NameList(ret), TypeList(ret));
-    std::swap(text, body_);
-    region_text += fmt::format("{}{{\n    ^bb0({}):\n{}    }}", r ? ", " : "", header, text);
+    std::string outer;
+    outer.swap(body_);  // the block is emitted on an empty body_, then swapped out
+    const std::vector<Value> ret = region.body(*this, args);
+    std::string inner;
+    inner.swap(body_);
+    body_.swap(outer);
+    region_text += fmt::format("{}{{\n{}{}      \"stablehlo.return\"({}) : ({}) -> ()\n    }}",
+                               region_text.empty() ? "" : ", ", header.empty() ? "" : "    ^bb0(" + header + "):\n",
+                               inner, NameList(ret), TypeList(ret));
   }
   const std::string base = Fresh();
   std::vector<Value> out;

@@ -78,15 +78,23 @@ class Builder {
                    std::span<const int64_t> batch_b, std::span<const int64_t> contract_a,
                    std::span<const int64_t> contract_b, DType result_dtype);
 
-  // An op with regions (sort, while, reduce_window, scatter, ...): region i's block takes
-  // regions[i].args and returns what regions[i].body (emitting on this builder) gives.
+  // A region op (reduce_window, select_and_scatter, sort, while, case, ...): one block per region
+  // with arguments of `args` (none for case); `body` emits the block's ops on this builder and
+  // returns the values the block returns. `attrs` without braces.
   struct Region {
     std::vector<TensorType> args;
-    std::function<std::vector<Value>(std::span<const Value> args)> body;
+    std::function<std::vector<Value>(Builder&, std::span<const Value>)> body;
   };
   std::vector<Value> EmitRegions(std::string_view op, std::span<const Value> operands,
                                  std::span<const TensorType> results, std::span<const Region> regions,
                                  std::string_view attrs = {});
+  std::vector<Value> EmitRegion(std::string_view op, std::span<const Value> operands,
+                                std::span<const TensorType> results, std::span<const TensorType> block_args,
+                                const std::function<std::vector<Value>(Builder&, std::span<const Value>)>& body,
+                                std::string_view attrs = {}) {
+    const Region r{std::vector<TensorType>(block_args.begin(), block_args.end()), body};
+    return EmitRegions(op, operands, results, std::span(&r, 1), attrs);
+  }
 
   // Returns the module text with `results` as the function's results.
   std::string Module(std::span<const Value> results) const;
