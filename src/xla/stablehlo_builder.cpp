@@ -332,6 +332,38 @@ Value Builder::DotGeneral(const Value& a, const Value& b, std::span<const int64_
                           Join(batch_a), Join(batch_b), Join(contract_a), Join(contract_b)));
 }
 
+std::vector<Value> Builder::EmitRegions(std::string_view op, std::span<const Value> operands,
+                                         std::span<const TensorType> results, std::span<const Region> regions,
+                                         std::string_view attrs) {
+  std::string region_text;
+  for (size_t r = 0; r < regions.size(); ++r) {
+    std::string text;  // the region's body is emitted on an empty body_, then swapped out
+    std::swap(text, body_);
+    std::vector<Value> args;
+    std::string header;
+    for (size_t i = 0; i < regions[r].args.size(); ++i) {
+      args.push_back(Value{Fresh(), regions[r].args[i]});
+      header += fmt::format("{}{}: {}", i ? ", " : "", args.back().name, MlirType(args.back().type));
+    }
+    const std::vector<Value> ret = regions[r].body(args);
+    body_ += fmt::format("      \"stablehlo.return\"({}) : ({}) -> ()\n", NameList(ret), TypeList(ret));
+    std::swap(text, body_);
+    region_text += fmt::format("{}{{\n    ^bb0({}):\n{}    }}", r ? ", " : "", header, text);
+  }
+  const std::string base = Fresh();
+  std::vector<Value> out;
+  std::string result_types;
+  for (size_t i = 0; i < results.size(); ++i) {
+    out.push_back(Value{results.size() == 1 ? base : base + "#" + std::to_string(i), results[i]});
+    result_types += (i ? ", " : "") + MlirType(results[i]);
+  }
+  const std::string lhs = results.size() == 1 ? base : fmt::format("{}:{}", base, results.size());
+  body_ += fmt::format("    {} = \"{}\"({}) ({}){} : ({}) -> {}\n", lhs, op, NameList(operands), region_text,
+                       attrs.empty() ? "" : fmt::format(" {{{}}}", attrs), TypeList(operands),
+                       results.size() == 1 ? result_types : "(" + result_types + ")");
+  return out;
+}
+
 std::string Builder::Module(std::span<const Value> results) const {
   std::string args;
   for (size_t i = 0; i < args_.size(); ++i) args += (i ? ", " : "") + args_[i].name + ": " + MlirType(args_[i].type);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,6 +77,16 @@ class Builder {
   Value DotGeneral(const Value& a, const Value& b, std::span<const int64_t> batch_a,
                    std::span<const int64_t> batch_b, std::span<const int64_t> contract_a,
                    std::span<const int64_t> contract_b, DType result_dtype);
+
+  // An op with regions (sort, while, reduce_window, scatter, ...): region i's block takes
+  // regions[i].args and returns what regions[i].body (emitting on this builder) gives.
+  struct Region {
+    std::vector<TensorType> args;
+    std::function<std::vector<Value>(std::span<const Value> args)> body;
+  };
+  std::vector<Value> EmitRegions(std::string_view op, std::span<const Value> operands,
+                                 std::span<const TensorType> results, std::span<const Region> regions,
+                                 std::string_view attrs = {});
 
   // Returns the module text with `results` as the function's results.
   std::string Module(std::span<const Value> results) const;
