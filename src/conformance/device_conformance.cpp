@@ -74,8 +74,8 @@ std::string GraphJson(const DeviceProbe& probe, DType dtype, const std::vector<s
   std::string outs;
   for (size_t i = 0; i < outputs.size(); ++i) outs += fmt::format("{}\"{}\"", i ? ", " : "", outputs[i]);
   return fmt::format(
-      R"({{"format": "backplane.graph", "version": 1, "name": "probe", "inputs": [{}], "nodes": [{{"op": "{}", "name": "op", "inputs": [{}], "outputs": [{}], "attrs": {}}}], "outputs": [{}]}})",
-      inputs, probe.op, names, outs, probe.attrs, outs);
+      R"({{"format": "backplane.graph", "version": 1, "name": "probe", "inputs": [{}], "params": {}, "nodes": [{{"op": "{}", "name": "op", "inputs": [{}], "outputs": [{}], "attrs": {}}}], "outputs": [{}]}})",
+      inputs, probe.params, probe.op, names, outs, probe.attrs, outs);
 }
 
 bool Accepts(const catalog::OpInfo& op, const DeviceProbe& probe, DType dtype) {
@@ -89,7 +89,8 @@ bool Accepts(const catalog::OpInfo& op, const DeviceProbe& probe, DType dtype) {
 }
 
 // Worst error of `got` against `want` in units of the tolerance (> 1 fails); exact for integers.
-double Compare(const Tensor& got, const Tensor& want, double scale, double* max_abs, std::string* where) {
+double Compare(const Tensor& got, const Tensor& want, double scale, double* max_abs, std::string* where,
+               bool nonfinite_alike = false) {
   if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
     *where = fmt::format("type {}{} vs the reference's {}{}", DTypeName(got.dtype()), ShapeToString(got.shape()),
                          DTypeName(want.dtype()), ShapeToString(want.shape()));
@@ -100,6 +101,7 @@ double Compare(const Tensor& got, const Tensor& want, double scale, double* max_
   for (int64_t i = 0; i < got.numel(); ++i) {
     const double g = got.GetDouble(i), w = want.GetDouble(i);
     if (std::isnan(g) && std::isnan(w)) continue;
+    if (nonfinite_alike && !std::isfinite(g) && !std::isfinite(w)) continue;
     if (g == w) continue;
     const double err = std::abs(g - w);
     const double bound = (tol.abs + tol.rel * std::abs(w)) * scale;
@@ -207,7 +209,7 @@ std::vector<Cell> RunDeviceMatrix(runtime::GraphDevice& device, const std::strin
           }
           // The same probe with NaN, +-Inf and -0 planted in its floating inputs: the device must
           // follow the reference's special-value rules too (skipped when the reference rejects them).
-          if (cell.status == "verified" && probe.runs == 1 && IsFloatingPoint(dtype)) {
+          if (cell.status == "verified" && probe.runs == 1 && IsFloatingPoint(dtype) && probe.special_values != "off") {
             std::map<std::string, Tensor> special = inputs;
             bool planted = false;
             for (size_t i = 0; i < probe.inputs.size(); ++i) {
@@ -234,7 +236,8 @@ std::vector<Cell> RunDeviceMatrix(runtime::GraphDevice& device, const std::strin
               for (const std::string& name : outs) {
                 std::string where;
                 double ignored = 0;
-                if (Compare(got.at(name), want.at(name), probe.tolerance_scale, &ignored, &where) > 1.0) {
+                if (Compare(got.at(name), want.at(name), probe.tolerance_scale, &ignored, &where,
+                            probe.special_values == "nonfinite") > 1.0) {
                   cell.status = "failed";
                   cell.note = fmt::format("with NaN/Inf/-0 inputs, output {}: {}", name, where);
                   break;

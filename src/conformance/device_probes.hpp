@@ -26,6 +26,11 @@ struct DeviceProbe {
   int outputs = 0;            // outputs to name; 0: the op's required outputs
   double tolerance_scale = 1.0;  // times DefaultTolerance(dtype), for ops whose device math differs
   int runs = 1;                  // > 1 for stateful ops: the state must carry over
+  std::string params = "[]";
+  // The second pass with NaN/+-Inf/-0 planted in the inputs: "exact" (same values, NaN == NaN),
+  // "nonfinite" (where both are non-finite, which of NaN/+-Inf may differ: for algorithms whose
+  // Inf arithmetic order is not the reference's, e.g. FFT butterflies), "off" (with a reason).
+  std::string special_values = "exact";     // graph parameters as graph JSON (ops that address them by name)
 };
 
 // Every probe of every family; several probes per op are allowed (different attributes).
