@@ -313,17 +313,19 @@ std::vector<Value> Bag(LowerContext& ctx, std::span<const Value> in) {
 }
 
 // ---- projection -------------------------------------------------------------------------------------
-// x [..., in] W^T [in, out] accumulated in f64 and rounded once (the reference's MatmulTransB), then
-// the bias added in the compute type.
+// x [..., in] W^T [in, out] accumulated in the compute type and rounded once, then the bias added in
+// the compute type.
 Value Project(Builder& b, const Value& x, const Value& w, const Value* bias, DType dt) {
   const Shape& s = x.shape();
   const int64_t k = s.back(), out = w.shape()[0];
   Shape ys(s.begin(), s.end() - 1);
   const int64_t rows = NumElements(ys);
   ys.push_back(out);
-  const Value x2 = b.Reshape(nn::F64(b, x), {rows, k});
+  // f32 (and f16/bf16) accumulate in f32 like the CPU's SIMD GEMM; f64 in f64.
+  const DType acc = ComputeType(dt);
+  const Value x2 = b.Reshape(b.Convert(x, acc), {rows, k});
   const int64_t c1[] = {1};
-  const Value y = b.DotGeneral(x2, nn::F64(b, w), {}, {}, c1, c1, DType::Float64);
+  const Value y = b.DotGeneral(x2, b.Convert(w, acc), {}, {}, c1, c1, acc);
   Value yr = nn::StoreResult(b, b.Reshape(y, ys), dt);
   if (bias != nullptr) {
     const DType ct = ComputeType(dt);

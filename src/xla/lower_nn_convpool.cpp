@@ -58,7 +58,7 @@ Value Convolution(Builder& b, const Value& lhs, const Value& rhs, const TensorTy
 
 Value AddBias(Builder& b, const Value& y, std::span<const Value> in) {
   if (!Has(in, 2)) return y;
-  return b.Add(y, b.BroadcastInDim(F64(b, in[2]), y.shape(), std::vector<int64_t>{1}));
+  return b.Add(y, b.BroadcastInDim(b.Convert(in[2], y.dtype()), y.shape(), std::vector<int64_t>{1}));
 }
 
 // The convolution as the reference sums it, tap by tap over the input elements only: padding and
@@ -74,12 +74,12 @@ Value ConvByTaps(Builder& b, const Value& x, const Value& w, const Shape& out, s
   plo.insert(plo.end(), lo.begin(), lo.end());
   phi.insert(phi.end(), hi.begin(), hi.end());
   pin.insert(pin.end(), interior.begin(), interior.end());
-  const Value xp = Pad(b, x, b.Scalar(DType::Float64, 0.0), plo, phi, pin);
+  const Value xp = Pad(b, x, b.Scalar(x.dtype(), 0.0), plo, phi, pin);
   const Shape spatial(x.shape().begin() + 2, x.shape().end());
   const Value mask = Pad(b, b.Splat({DType::Bool, spatial}, 1.0), b.Scalar(DType::Bool, 0.0), lo, hi, interior);
   const Shape kernel(w.shape().begin() + 2, w.shape().end());
   const Shape out_spatial(out.begin() + 2, out.end());
-  Value y = b.Splat({DType::Float64, out}, 0.0);
+  Value y = b.Splat({x.dtype(), out}, 0.0);
   for (int64_t t = 0; t < NumElements(kernel); ++t) {
     std::vector<int64_t> k(static_cast<size_t>(r));
     for (int64_t i = r, f = t; i-- > 0;) {
@@ -105,7 +105,7 @@ Value ConvByTaps(Builder& b, const Value& x, const Value& w, const Shape& out, s
     const Value wt = b.Reshape(b.Slice(w, ws, wl, std::vector<int64_t>(static_cast<size_t>(r) + 2, 1)),
                                {groups, o / groups, c / groups});
     const int64_t ba[] = {1}, bb[] = {0}, ca[] = {2}, cb[] = {2};
-    const Value prod = b.DotGeneral(xt, wt, ba, bb, ca, cb, DType::Float64);  // [g, N, out..., O/g]
+    const Value prod = b.DotGeneral(xt, wt, ba, bb, ca, cb, x.dtype());  // [g, N, out..., O/g]
     std::vector<int64_t> perm{1, 0, 2 + r};
     for (int64_t i = 0; i < r; ++i) perm.push_back(2 + i);
     const Value term = b.Reshape(b.Transpose(prod, perm), out);
@@ -120,10 +120,13 @@ Value ConvByTaps(Builder& b, const Value& x, const Value& w, const Shape& out, s
 Value ExactWhenNonFinite(Builder& b, const Value& w, bool needs, const std::function<Value(Builder&)>& fast,
                          const std::function<Value(Builder&)>& taps, const TensorType& type) {
   if (!needs) return fast(b);
+  // The fast convolution runs in the main computation (inside a case branch the CPU plugin loses
+  // its fast convolution: 50x slower); the branch only picks it or computes the taps.
+  const Value fast_value = fast(b);
   const Value finite = All(b, b.Emit("stablehlo.is_finite", std::span(&w, 1), {DType::Bool, w.shape()}));
   const Value branch = b.Select(finite, b.Scalar(DType::Int32, 0.0), b.Scalar(DType::Int32, 1.0));
   const Builder::Region regions[] = {
-      {{}, [&](Builder& rb, std::span<const Value>) { return std::vector<Value>{fast(rb)}; }},
+      {{}, [&](Builder&, std::span<const Value>) { return std::vector<Value>{fast_value}; }},
       {{}, [&](Builder& rb, std::span<const Value>) { return std::vector<Value>{taps(rb)}; }}};
   return b.EmitRegions("stablehlo.case", std::span(&branch, 1), std::span(&type, 1), regions)[0];
 }
@@ -143,8 +146,10 @@ LowerFn Conv(size_t r) {
       padded = padded || a.pad > 0;
     }
     const int64_t groups = ctx.attrs().Int("groups");
-    const Value x = F64(b, in[0]), w = F64(b, in[1]);
-    const TensorType yt{DType::Float64, out.shape};
+    // f32 (and f16/bf16) accumulate in f32 like the CPU's SIMD kernels; f64 in f64.
+    const DType acc = ComputeType(out.dtype);
+    const Value x = b.Convert(in[0], acc), w = b.Convert(in[1], acc);
+    const TensorType yt{acc, out.shape};
     const Value y = ExactWhenNonFinite(
         b, w, padded,
         [&](Builder& rb) { return Convolution(rb, x, w, yt, "o, i", strides, pads, pads, ones, dils, groups); },
@@ -172,9 +177,10 @@ std::vector<Value> ConvTranspose2d(LowerContext& ctx, std::span<const Value> in)
     zeros_meet_weights = zeros_meet_weights || a.stride > 1 || edge > 0 || edge + a.out_pad > 0;
   }
   const int64_t flip[] = {2, 3};
-  const Value x = F64(b, in[0]);
-  const Value w = Reverse(b, F64(b, in[1]), flip);
-  const TensorType yt{DType::Float64, out.shape};
+  const DType acc = ComputeType(out.dtype);  // as in Conv
+  const Value x = b.Convert(in[0], acc);
+  const Value w = Reverse(b, b.Convert(in[1], acc), flip);
+  const TensorType yt{acc, out.shape};
   const Value y = ExactWhenNonFinite(
       b, w, zeros_meet_weights,
       [&](Builder& rb) { return Convolution(rb, x, w, yt, "i, o", ones, lo, hi, lhs_dil, dils, 1); },
