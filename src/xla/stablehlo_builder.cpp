@@ -332,6 +332,37 @@ Value Builder::DotGeneral(const Value& a, const Value& b, std::span<const int64_
                           Join(batch_a), Join(batch_b), Join(contract_a), Join(contract_b)));
 }
 
+std::vector<Value> Builder::EmitRegion(std::string_view op, std::span<const Value> operands,
+                                      std::span<const TensorType> results, std::span<const TensorType> block_args,
+                                      const std::function<std::vector<Value>(Builder&, std::span<const Value>)>& body,
+                                      std::string_view attrs) {
+  std::vector<Value> args;
+  std::string header;
+  for (const TensorType& t : block_args) {
+    args.push_back(Value{Fresh(), t});
+    header += (header.empty() ? "" : ", ") + args.back().name + ": " + MlirType(t);
+  }
+  std::string outer;
+  outer.swap(body_);
+  const std::vector<Value> ret = body(*this, args);
+  std::string region;
+  region.swap(body_);
+  body_.swap(outer);
+  const std::string base = Fresh();
+  std::vector<Value> out;
+  std::string result_types;
+  for (size_t i = 0; i < results.size(); ++i) {
+    out.push_back(Value{results.size() == 1 ? base : base + "#" + std::to_string(i), results[i]});
+    result_types += (i ? ", " : "") + MlirType(results[i]);
+  }
+  const std::string lhs = results.size() == 1 ? base : fmt::format("{}:{}", base, results.size());
+  body_ += fmt::format("    {} = \"{}\"({}) ({{\n    ^bb0({}):\n{}      \"stablehlo.return\"({}) : ({}) -> ()\n    }}){} : ({}) -> {}\n",
+                       lhs, op, NameList(operands), header, region, NameList(ret), TypeList(ret),
+                       attrs.empty() ? "" : fmt::format(" {{{}}}", attrs), TypeList(operands),
+                       results.size() == 1 ? result_types : "(" + result_types + ")");
+  return out;
+}
+
 std::string Builder::Module(std::span<const Value> results) const {
   std::string args;
   for (size_t i = 0; i < args_.size(); ++i) args += (i ? ", " : "") + args_[i].name + ": " + MlirType(args_[i].type);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,6 +77,14 @@ class Builder {
   Value DotGeneral(const Value& a, const Value& b, std::span<const int64_t> batch_a,
                    std::span<const int64_t> batch_b, std::span<const int64_t> contract_a,
                    std::span<const int64_t> contract_b, DType result_dtype);
+
+  // A region op (reduce_window, select_and_scatter, sort, while, ...): one block with scalar (or any)
+  // arguments of `block_args`; `body` emits the block's ops on this builder and returns the values
+  // the block returns. `attrs` without braces.
+  std::vector<Value> EmitRegion(std::string_view op, std::span<const Value> operands,
+                                std::span<const TensorType> results, std::span<const TensorType> block_args,
+                                const std::function<std::vector<Value>(Builder&, std::span<const Value>)>& body,
+                                std::string_view attrs = {});
 
   // Returns the module text with `results` as the function's results.
   std::string Module(std::span<const Value> results) const;
