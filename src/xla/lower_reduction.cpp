@@ -24,7 +24,10 @@ LowerFn Reduction(ReduceKind kind, bool f64_accumulation, bool abs_first) {
     const std::vector<int64_t> axes = ReducedAxes(ctx, in[0].rank());
     Value x = ctx.b.Convert(in[0], f64_accumulation ? DType::Float64 : in[0].dtype());
     if (abs_first) x = ctx.b.Unary("stablehlo.abs", x);
-    return std::vector<Value>{ctx.b.Convert(ctx.b.Reduce(x, axes, kind), ctx.out_type(0).dtype)};
+    Value r = ctx.b.Reduce(x, axes, kind);  // max/min propagate NaN (Builder::Reduce)
+    // Totals are rounded once to f32 for the f32-class formats (the reference), then stored.
+    if (f64_accumulation && ctx.out_type(0).dtype != DType::Float64) r = ctx.b.Convert(r, DType::Float32);
+    return std::vector<Value>{ctx.b.Convert(r, ctx.out_type(0).dtype)};
   };
 }
 
