@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "backplane/catalog/catalog.hpp"
@@ -40,7 +41,25 @@ uint64_t Mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+// Complex tensors as their interleaved (re, im) parts, a real tensor of twice the elements.
+Tensor RealView(const Tensor& t) {
+  if (!IsComplex(t.dtype())) return t;
+  Tensor r(t.dtype() == DType::Complex64 ? DType::Float32 : DType::Float64, {2 * t.numel()});
+  std::memcpy(r.data(), t.data(), t.nbytes());
+  return r;
+}
+
+Tensor RandomTensor(DType dtype, const Shape& shape, double lo, double hi, uint64_t seed);
+
+Tensor RandomComplex(DType dtype, const Shape& shape, double lo, double hi, uint64_t seed) {
+  Tensor t(dtype, shape);
+  const Tensor parts = RandomTensor(dtype == DType::Complex64 ? DType::Float32 : DType::Float64, {2 * t.numel()}, lo, hi, seed);
+  std::memcpy(t.data(), parts.data(), t.nbytes());
+  return t;
+}
+
 Tensor RandomTensor(DType dtype, const Shape& shape, double lo, double hi, uint64_t seed) {
+  if (IsComplex(dtype)) return RandomComplex(dtype, shape, lo, hi, seed);
   Tensor t(dtype, shape);
   uint64_t s = seed | 1;
   for (int64_t i = 0; i < t.numel(); ++i) {
@@ -89,14 +108,17 @@ bool Accepts(const catalog::OpInfo& op, const DeviceProbe& probe, DType dtype) {
 }
 
 // Worst error of `got` against `want` in units of the tolerance (> 1 fails); exact for integers.
-double Compare(const Tensor& got, const Tensor& want, double scale, double* max_abs, std::string* where,
+double Compare(const Tensor& got_in, const Tensor& want_in, double scale, double* max_abs, std::string* where,
                bool nonfinite_alike = false) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
+  if (got_in.dtype() != want_in.dtype() || got_in.shape() != want_in.shape()) {
+    const Tensor& got = got_in;
+    const Tensor& want = want_in;
     *where = fmt::format("type {}{} vs the reference's {}{}", DTypeName(got.dtype()), ShapeToString(got.shape()),
                          DTypeName(want.dtype()), ShapeToString(want.shape()));
     return INFINITY;
   }
-  const Tolerance tol = DefaultTolerance(want.dtype());
+  const Tensor got = RealView(got_in), want = RealView(want_in);
+  const Tolerance tol = DefaultTolerance(want_in.dtype());
   double worst = 0.0;
   for (int64_t i = 0; i < got.numel(); ++i) {
     const double g = got.GetDouble(i), w = want.GetDouble(i);

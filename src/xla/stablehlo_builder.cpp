@@ -38,6 +38,10 @@ std::string Literal(DType dtype, double value) {
     case DType::Float32: return fmt::format("0x{:08X}", std::bit_cast<uint32_t>(static_cast<float>(value)));
     case DType::Float16: return fmt::format("0x{:04X}", F32ToF16(static_cast<float>(value)));
     case DType::BFloat16: return fmt::format("0x{:04X}", F32ToBF16(static_cast<float>(value)));
+    case DType::Complex64: return fmt::format("({}, {})", Literal(DType::Float32, value), Literal(DType::Float32, 0.0));
+    case DType::Complex128: return fmt::format("({}, {})", Literal(DType::Float64, value), Literal(DType::Float64, 0.0));
+    case DType::Float8E4M3: return fmt::format("0x{:02X}", F32ToF8E4M3(static_cast<float>(value)));
+    case DType::Float8E5M2: return fmt::format("0x{:02X}", F32ToF8E5M2(static_cast<float>(value)));
     case DType::Bool: return value != 0.0 ? "true" : "false";
     default: break;
   }

@@ -169,10 +169,28 @@ XlaDevice::~XlaDevice() = default;
 
 Device XlaDevice::device() const { return client_->device(); }
 
+namespace {
+
+// fp8 and complex tensors only move: layout ops carry them (XLA has the element types), arithmetic
+// on them stays on the CPU.
+bool MovesOnly(std::string_view op) {
+  const catalog::OpInfo* info = catalog::ResolveOp(op);
+  return info != nullptr && (info->id.starts_with("shape.") || info->id == "Input");
+}
+
+bool Movable(DType dtype) {
+  return dtype == DType::Float8E4M3 || dtype == DType::Float8E5M2 || dtype == DType::Complex64 ||
+         dtype == DType::Complex128;
+}
+
+}  // namespace
+
 std::optional<std::string> XlaDevice::Unsupported(const runtime::SegmentNode& node) const {
   for (const auto* types : {&node.input_types, &node.output_types}) {
     for (const TensorType& t : *types) {
-      if (!Lowerable(t.dtype)) return fmt::format("{} tensors are not lowered to StableHLO", DTypeName(t.dtype));
+      if (Lowerable(t.dtype) || (Movable(t.dtype) && MovesOnly(node.node->op))) continue;
+      return fmt::format("{} tensors are not lowered to StableHLO{}", DTypeName(t.dtype),
+                         Movable(t.dtype) ? " except by layout ops" : "");
     }
   }
   if (Lowerings().Find(node.node->op) == nullptr) return fmt::format("no StableHLO lowering for {}", node.node->op);
