@@ -28,6 +28,8 @@ struct Options {
   bool quick = false;                // fewer and smaller sizes (for unit tests)
   std::vector<std::string> targets;  // empty: every runnable target
   std::string only_op;               // empty: every op
+  int shard = 0;                     // device matrix: only canonical ops with index % shards == shard
+  int shards = 1;
 };
 
 // Runs the matrix on this machine. Methods without a fast kernel give "not_run" cells.

@@ -161,8 +161,11 @@ std::vector<Cell> RunDeviceMatrix(runtime::GraphDevice& device, const std::strin
   auto reference = cpu::CreateReferenceBackend();
   const std::string device_name = DeviceName(device.device()).substr(0, DeviceName(device.device()).find(':'));
   std::vector<Cell> cells;
+  int canonical_index = -1;
   for (const catalog::OpInfo& op : catalog::Ops()) {
     if (!op.alias_of.empty()) continue;
+    ++canonical_index;
+    if (options.shards > 1 && canonical_index % options.shards != options.shard) continue;
     if (!options.only_op.empty() && catalog::ResolveOp(options.only_op) != &op) continue;
     std::vector<DeviceProbe> mine = probes.contains(op.id) ? probes[op.id] : std::vector<DeviceProbe>{DefaultProbe(op)};
     for (DType dtype : TestedDTypes()) {
