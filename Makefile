@@ -6,7 +6,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo docs clean
+.PHONY: all deps configure build test python-test demo docs clean
 
 all: build
 
@@ -22,6 +22,11 @@ build: configure
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	scripts/python-check.sh
+
+# The Python package: builds the wheel, installs it into a fresh venv, runs pytest against it.
+python-test: deps
+	scripts/python-check.sh
 
 # The main job: train the digits classifier from its graph file, generate text with SmolLM2-135M
 # (the GGUF fetched by scripts/fetch-models.sh), embed three sentences with all-MiniLM-L6-v2, then

@@ -59,6 +59,11 @@ class Tensor {
   // A host copy of a device tensor; a host tensor is returned as it is (shared storage).
   Tensor ToHost() const;
 
+  // A host tensor on memory owned elsewhere (zero-copy import, e.g. a NumPy array): `storage`
+  // holds nbytes() bytes, aligned to the element size, and its deleter releases the owner.
+  static Tensor FromHostStorage(DType dtype, Shape shape, std::shared_ptr<std::byte[]> storage);
+  const std::shared_ptr<std::byte[]>& host_storage() const { return storage_; }
+
   Tensor Clone() const;
   bool SharesStorageWith(const Tensor& other) const { return storage_ == other.storage_; }
   // How many tensors share this storage (for buffer reuse in the executor).

@@ -66,6 +66,17 @@ Tensor Tensor::Reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::FromHostStorage(DType dtype, Shape shape, std::shared_ptr<std::byte[]> storage) {
+  if (dtype == DType::Invalid) ThrowInvalidArgument("Tensor.FromHostStorage", "dtype", "a valid dtype", "invalid");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = NumElements(t.shape_);
+  if (!storage && t.nbytes() > 0) ThrowInvalidArgument("Tensor.FromHostStorage", "storage", "a buffer", "null");
+  t.storage_ = std::move(storage);
+  return t;
+}
+
 Tensor Tensor::WithStorageOf(const Tensor& donor, DType dtype, Shape shape) {
   Tensor t;
   t.dtype_ = dtype;

@@ -11,6 +11,7 @@
 #include "backplane/error.hpp"
 #include "backplane/io.hpp"
 #include "backplane/runtime/executor.hpp"
+#include "backplane/runtime/run_op.hpp"
 #include "cli_util.hpp"
 #include "commands.hpp"
 
@@ -25,12 +26,6 @@ struct OpOptions {
   bool describe = false;
   std::string device = "cpu";
 };
-
-std::string PortName(const std::string& port) {
-  std::string name = port;
-  while (!name.empty() && (name.back() == '?' || name.back() == '.')) name.pop_back();
-  return name;
-}
 
 void Describe(const catalog::OpInfo& op, const runtime::OpImpl* impl) {
   std::vector<std::string> dtypes;
@@ -69,30 +64,13 @@ void RunOp(const OpOptions& o) {
   const runtime::Arity arity = runtime::OpArity(*op);
   const int n_in = static_cast<int>(o.ins.size());
   const int max_in = arity.max_inputs < 0 ? n_in : std::min(arity.max_inputs, n_in);
-  const int state_in = n_in - max_in;
-  if (n_in < arity.min_inputs) {
-    ThrowInvalidArgument("backplane op", "--in", fmt::format("at least {} files ({})", arity.min_inputs,
-                                                             fmt::join(op->inputs, ", ")), std::to_string(n_in));
-  }
-  if (state_in > static_cast<int>(impl->state.size())) {
-    ThrowInvalidArgument("backplane op", "--in", fmt::format("at most {} files", max_in + static_cast<int>(impl->state.size())),
-                         std::to_string(n_in));
-  }
-  // A one-node graph: inputs named after the catalog's ports, outputs likewise.
-  ir::Graph graph;
-  graph.name = op->id;
-  ir::Node node;
-  node.name = "op";
-  node.op = op->id;
-  std::map<std::string, Tensor> inputs;
+  runtime::OpCall call;
+  call.op = op->id;
   const DTypeSet accepted = op->dtypes;
-  for (int i = 0; i < max_in; ++i) {
-    const std::string port = i < static_cast<int>(op->inputs.size()) ? PortName(op->inputs[static_cast<size_t>(i)])
-                                                                     : PortName(op->inputs.back());
-    const std::string name = fmt::format("{}{}", port, i);
+  for (int i = 0; i < n_in; ++i) {
     Tensor t = io::ReadNpy(o.ins[static_cast<size_t>(i)]);
     // .npy has no int4: int8 files feed int4 inputs (values must fit in [-8, 7]).
-    if (t.dtype() == DType::Int8 && accepted.Contains(DType::Int4) && !accepted.Contains(DType::Int8)) {
+    if (i < max_in && t.dtype() == DType::Int8 && accepted.Contains(DType::Int4) && !accepted.Contains(DType::Int8)) {
       Tensor packed(DType::Int4, t.shape());
       for (int64_t k = 0; k < t.numel(); ++k) {
         const double v = t.GetDouble(k);
@@ -101,20 +79,12 @@ void RunOp(const OpOptions& o) {
       }
       t = packed;
     }
-    std::vector<ir::Dim> dims;
-    for (int64_t d : t.shape()) dims.push_back({d, ""});
-    graph.inputs.push_back({name, t.dtype(), dims});
-    node.inputs.push_back(name);
-    inputs[name] = t;
+    call.inputs.push_back(std::move(t));
   }
+  // As many main outputs as --out files name (at least the required ones); the rest are state.
   const int n_out_ports = arity.max_outputs < 0 ? std::max<int>(1, static_cast<int>(o.outs.size()) - static_cast<int>(impl->state.size()))
                                                 : arity.max_outputs;
-  const int main_outs = std::min<int>(n_out_ports, static_cast<int>(o.outs.size()));
-  for (int i = 0; i < std::max(main_outs, arity.min_outputs); ++i) {
-    const std::string port = i < static_cast<int>(op->outputs.size()) ? PortName(op->outputs[static_cast<size_t>(i)])
-                                                                      : PortName(op->outputs.back());
-    node.outputs.push_back(fmt::format("{}_out{}", port, i));
-  }
+  call.num_outputs = std::max(std::min<int>(n_out_ports, static_cast<int>(o.outs.size())), arity.min_outputs);
   for (const std::string& text : o.attrs) {
     const auto eq = text.find('=');
     if (eq == std::string::npos) ThrowInvalidArgument("backplane op", "--attr", "KEY=VALUE", "'" + text + "'");
@@ -124,26 +94,14 @@ void RunOp(const OpOptions& o) {
       if (a.name == key) spec = &a;
     }
     if (spec == nullptr) ThrowInvalidArgument("backplane op", "--attr", fmt::format("an attribute of {}", op->id), "'" + key + "'");
-    node.attrs[key] = ParseAttrText(*spec, text.substr(eq + 1));
+    call.attrs[key] = ParseAttrText(*spec, text.substr(eq + 1));
   }
-  graph.outputs = node.outputs;
-  graph.nodes.push_back(node);
   auto backend = cpu::CreateBackend();
   const std::unique_ptr<runtime::GraphDevice> device = OpenDeviceOption(o.device);
-  runtime::Executor executor(graph, *backend, {.device = device.get()});
-  std::map<std::string, Tensor> state;
-  for (int k = 0; k < state_in; ++k) {
-    state["op/" + impl->state[static_cast<size_t>(k)]] = io::ReadNpy(o.ins[static_cast<size_t>(max_in + k)]);
-  }
-  executor.LoadState(state);
-  const auto results = executor.Run(inputs);
-  const auto saved = executor.SaveParams();
-  std::vector<Tensor> outs;
-  for (const std::string& name : node.outputs) outs.push_back(results.at(name));
-  for (const std::string& key : impl->state) {
-    const auto it = saved.find("op/" + key);
-    if (it != saved.end()) outs.push_back(it->second);
-  }
+  call.device = device.get();
+  const runtime::OpResult result = runtime::RunOp(call, *backend);
+  std::vector<Tensor> outs = result.outputs;
+  outs.insert(outs.end(), result.state.begin(), result.state.end());
   if (o.outs.size() > outs.size()) {
     ThrowInvalidArgument("backplane op", "--out", fmt::format("at most {} files", outs.size()), std::to_string(o.outs.size()));
   }
@@ -157,7 +115,10 @@ void RunOp(const OpOptions& o) {
     io::WriteNpy(o.outs[i], t);
   }
   if (o.outs.empty()) {
-    for (size_t i = 0; i < node.outputs.size(); ++i) fmt::print("{} {}\n", node.outputs[i], Summarize(outs[i]));
+    for (size_t i = 0; i < result.outputs.size(); ++i) {
+      const size_t port = std::min(i, op->outputs.size() - 1);
+      fmt::print("{}_out{} {}\n", runtime::PortName(op->outputs[port]), i, Summarize(result.outputs[i]));
+    }
   }
 }
 
