@@ -10,7 +10,7 @@ ROOT=$PWD
 # build-wheel/ sits beside build/ and uses the same compiler name, so ccache hits the objects of
 # make build (scikit-build-core would otherwise take CXX from sysconfig: x86_64-linux-gnu-g++).
 export CCACHE_BASEDIR="$ROOT" CXX=${CXX:-c++} CC=${CC:-cc}
-VENV="$ROOT/build-venv"
+VENV=${BACKPLANE_PY_VENV:-$ROOT/build-venv}
 rm -rf "$VENV" build-wheel/dist
 /usr/bin/python3 -m venv --system-site-packages "$VENV"
 "$VENV/bin/pip" install -q --disable-pip-version-check --require-hashes -r python/requirements-build.txt
