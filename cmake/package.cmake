@@ -4,7 +4,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 # libbackplane.so.0: the objects of the static library, linked whole (nothing compiles twice).
-# The version script exports backplane:: only, as version BACKPLANE_0.
+# The version script (backplane.map) exports namespace backplane only, as version BACKPLANE_0.
 set(BACKPLANE_VERSION_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/backplane.map")
 add_library(backplane_shared SHARED "${CMAKE_CURRENT_LIST_DIR}/shared_library.cpp")
 set_target_properties(backplane_shared PROPERTIES
@@ -25,12 +25,14 @@ target_include_directories(backplane_shared PUBLIC
 target_compile_definitions(backplane_shared PUBLIC ${BACKPLANE_PUBLIC_DEFINITIONS})
 
 set_target_properties(backplane PROPERTIES EXPORT_NAME backplane_static)
-set_target_properties(backplane_cli PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+if(TARGET backplane_cli)
+  set_target_properties(backplane_cli PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+  install(TARGETS backplane_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 install(TARGETS backplane backplane_shared EXPORT backplaneTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS backplane_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/backplane DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set(BACKPLANE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/backplane)
