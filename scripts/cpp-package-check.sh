@@ -30,7 +30,7 @@ done
 n_src=$(cd include && find backplane -type f | wc -l)
 n_inst=$(cd "$prefix/include" && find backplane -type f | wc -l)
 [[ $n_src == "$n_inst" ]] || fail "$n_inst headers installed, include/backplane has $n_src"
-unexpected=$(cd "$prefix" && find . -type f -o -type l | sed 's|^\./||' |
+unexpected=$(find "$prefix" -type f -o -type l | sed "s|^$prefix/||" |
   grep -Ev '^(bin/backplane|include/backplane/.*\.hpp|lib/libbackplane\.(a|so(\.0(\.1\.0)?)?)|lib/cmake/backplane/backplane[A-Za-z-]*\.cmake|lib/pkgconfig/backplane\.pc)$' || true)
 [[ -z $unexpected ]] || fail "unexpected files installed: $unexpected"
 echo "installed: $(cd "$prefix" && find . -type f | wc -l) files ($n_inst headers)"
@@ -81,7 +81,7 @@ g++ -std=c++20 -O2 examples/consumer/main.cpp -o "$work/consumer-pc" $(pkg-confi
 # The static library through Libs.private (-l:libbackplane.a picks the archive over the .so).
 static_libs=$(pkg-config --static --libs backplane)
 echo "pkg-config --static --libs backplane: $static_libs"
-# shellcheck disable=SC2046
+# shellcheck disable=SC2046,SC2086  # word splitting of the flags is intended
 g++ -std=c++20 -O2 examples/consumer/main.cpp -o "$work/consumer-pc-static" $(pkg-config --cflags backplane) \
   ${static_libs//-lbackplane/-l:libbackplane.a} || fail "pkg-config --static build"
 [[ $(readelf -d "$work/consumer-pc-static") != *libbackplane* ]] || fail "the pkg-config static consumer needs libbackplane.so"
