@@ -55,6 +55,9 @@ for _info in _OPS:
     if keyword.iskeyword(_member):
         _member += "_"
     setattr(_ns, _member, _fn)
+# Every domain's namespace; also an attribute unless a function has the same name
+# (masking.causal is `causal`, so the causal domain is by_domain["causal"]).
+by_domain = dict(_domains)
 for _domain, _ns in _domains.items():
     if _domain not in globals():
         globals()[_domain] = _ns

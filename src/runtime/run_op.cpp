@@ -58,7 +58,12 @@ OpResult RunOp(const OpCall& call, Backend& backend) {
     inputs[name] = t;
   }
   int outs = call.num_outputs;
-  if (outs < 0) outs = arity.max_outputs < 0 ? std::max(1, arity.min_outputs) : arity.max_outputs;
+  if (outs < 0) {  // the declared outputs that are not optional
+    outs = 0;
+    for (const std::string& o : op->outputs) outs += o.find('?') == std::string::npos && o.find("...") == std::string::npos;
+    outs = std::max({outs, arity.min_outputs, 1});
+    if (arity.max_outputs >= 0) outs = std::min(outs, arity.max_outputs);
+  }
   if (outs < arity.min_outputs || (arity.max_outputs >= 0 && outs > arity.max_outputs)) {
     ThrowInvalidArgument(op->id, "num_outputs",
                          arity.max_outputs < 0 ? fmt::format(">= {}", arity.min_outputs)

@@ -695,14 +695,15 @@ void RegisterTrainLowerings(LoweringTable& t) {
                                b.Div(correct, total), b.Scalar(DType::Float64, 0.0));
     return std::vector<Value>{MetricOut(ctx, acc)};
   });
-  // exp(mean over rows of -sum_i t_i ln(p_i + 1e-9)), running over runs.
+  // exp(mean over rows of -sum_i t_i ln p_i) with 0 ln 0 = 0, running over runs.
   t.Add("bench.metric.perplexity", [](LowerContext& ctx, std::span<const Value> in) {
     Builder& b = ctx.b;
     const int64_t n = in[0].shape().back();
     const int64_t rows = NumElements(in[0].shape()) / n;
     const Value p = b.Reshape(b.Convert(in[0], DType::Float64), {rows, n});
     const Value t = b.Reshape(b.Convert(in[1], DType::Float64), {rows, n});
-    const Value terms = b.Mul(t, b.Unary("stablehlo.log", b.Add(p, b.SplatLike(p, 1e-9))));
+    const Value terms = b.Select(b.Compare(t, b.SplatLike(t, 0.0), "EQ"), b.SplatLike(t, 0.0),
+                                 b.Mul(t, b.Unary("stablehlo.log", p)));
     const int64_t last[] = {1};
     const Value ce = b.Unary("stablehlo.negate", b.Reduce(terms, last, ReduceKind::Sum));
     const int64_t axis0[] = {0};
@@ -726,11 +727,14 @@ void RegisterTrainLowerings(LoweringTable& t) {
     const Value tp = Accumulate(ctx, "true_positives", count(predicted, actual));
     const Value fp = Accumulate(ctx, "false_positives", count(predicted, not_act));
     const Value fn = Accumulate(ctx, "false_negatives", count(not_pred, actual));
-    const Value eps = b.Scalar(DType::Float64, 1e-9);
-    const Value prec = b.Div(tp, b.Add(b.Add(tp, fp), eps));
-    const Value rec = b.Div(tp, b.Add(b.Add(tp, fn), eps));
-    const Value f1 =
-        b.Div(b.Mul(b.Mul(b.Scalar(DType::Float64, 2.0), prec), rec), b.Add(b.Add(prec, rec), eps));
+    // 0/0 counts as 0 (scikit-learn's zero_division=0), as on the CPU.
+    const Value zero = b.Scalar(DType::Float64, 0.0);
+    auto ratio = [&](const Value& num, const Value& den) {
+      return b.Select(b.Compare(den, zero, "GT"), b.Div(num, den), zero);
+    };
+    const Value prec = ratio(tp, b.Add(tp, fp));
+    const Value rec = ratio(tp, b.Add(tp, fn));
+    const Value f1 = ratio(b.Mul(b.Mul(b.Scalar(DType::Float64, 2.0), prec), rec), b.Add(prec, rec));
     return std::vector<Value>{MetricOut(ctx, f1)};
   });
 

@@ -18,7 +18,7 @@ struct OpCall {
   // tensors (OpImpl::state).
   std::vector<Tensor> inputs;
   ir::AttrMap attrs;           // unknown names throw; missing ones take the catalog defaults
-  int num_outputs = -1;        // main outputs to produce; -1: every declared output
+  int num_outputs = -1;        // main outputs to produce; -1: the declared non-optional ones
   GraphDevice* device = nullptr;  // null: the CPU
 };
 

@@ -173,8 +173,9 @@ OpImpl PerplexityOp() {
                   double& total = ctx.state.scalars["total"];
                   for (int64_t r = 0; r < rows; ++r) {
                     double ce = 0.0;
-                    for (int64_t i = 0; i < n; ++i) {
-                      ce -= in[1].GetDouble(r * n + i) * std::log(in[0].GetDouble(r * n + i) + 1e-9);
+                    for (int64_t i = 0; i < n; ++i) {  // 0 ln 0 = 0; p = 0 under t > 0 gives +inf
+                      const double t = in[1].GetDouble(r * n + i);
+                      if (t != 0.0) ce -= t * std::log(in[0].GetDouble(r * n + i));
                     }
                     sum += ce;
                     total += 1;
@@ -195,9 +196,10 @@ OpImpl F1Op() {
                     fp += predicted && !actual ? 1 : 0;
                     fn += !predicted && actual ? 1 : 0;
                   }
-                  const double p = tp / (tp + fp + 1e-9);
-                  const double r = tp / (tp + fn + 1e-9);
-                  out[0].SetDouble(0, 2 * p * r / (p + r + 1e-9));
+                  // 0/0 counts as 0 (scikit-learn's zero_division=0).
+                  const double p = tp + fp > 0 ? tp / (tp + fp) : 0.0;
+                  const double r = tp + fn > 0 ? tp / (tp + fn) : 0.0;
+                  out[0].SetDouble(0, p + r > 0 ? 2 * p * r / (p + r) : 0.0);
                 }};
 }
 
