@@ -449,7 +449,7 @@ def rrelu(x: Array, *, lower: float = ..., upper: float = ..., out: Array | None
     """eval-mode RReLU, slope (lower + upper) / 2 (activation.rrelu)"""
 
 def prelu_channels(x: Array, slopes: Array, *, out: Array | None = ..., device: str = ...) -> Any:
-    """PReLU with per-channel slopes (channels last) (activation.prelu_channels)"""
+    """PReLU with per-channel slopes (channels first: x [N, C, ...], slopes [C]) (activation.prelu_channels)"""
 
 def glu(x: Array, *, out: Array | None = ..., device: str = ...) -> Any:
     """a sigmoid(b) over the halves of the last axis (activation.glu)"""
