@@ -123,11 +123,11 @@ TEST(Metrics, AccumulateAcrossRuns) {
   EXPECT_NEAR(r2.at("acc").GetDouble(0), 2.0 / 3.0, 1e-7);
   // Perplexity: exp(mean over rows of -ln p_target), rows 0.7, 0.3, 0.8 (f32 inputs).
   const double ce = -(std::log(double(0.7f)) + std::log(double(0.3f)) + std::log(double(0.8f))) / 3;
-  EXPECT_NEAR(r2.at("ppl").GetDouble(0), std::exp(ce), 1e-12);
+  EXPECT_NEAR(r2.at("ppl").GetDouble(0), std::exp(ce), 1e-6);  // an f32 output
   // F1 over all elements of both runs, threshold 0.5: predicted positives 0.7, 0.6, 0.8; actual
   // positives at (0,0), (1,1), (2,1): TP = 2 (0.7, 0.8), FP = 1 (0.6), FN = 1 (0.3).
   const double p = 2.0 / 3, r = 2.0 / 3;
-  EXPECT_NEAR(r2.at("f1").GetDouble(0), 2 * p * r / (p + r), 1e-15);
+  EXPECT_NEAR(r2.at("f1").GetDouble(0), 2 * p * r / (p + r), 1e-6);
 }
 
 TEST(ModelOps, FreezeAndGraftSelectByPattern) {
