@@ -235,11 +235,15 @@ std::map<std::string, Tensor> Executor::Run(const std::map<std::string, Tensor>&
     in.reserve(node.inputs.size());
     for (const std::string& name : node.inputs) in.push_back(name.empty() ? Tensor() : values.at(name));
     std::vector<Tensor> out;
-    for (const std::string& name : node.outputs) out.push_back(allocate(verified_.types.at(name)));
+    try {
+      for (const std::string& name : node.outputs) out.push_back(allocate(verified_.types.at(name)));
+    } catch (const Error& e) {  // e.g. an output too large to allocate
+      throw Error(e.code(), fmt::format("{} node '{}'", op->id, node.name), e.what());
+    }
     Attrs attrs(*op, node.attrs, node.name, static_cast<int>(node.outputs.size()));
     attrs.set_param_types(&param_types_);
     OpContext ctx{backend_, attrs, node_state_[i], params_, node.inputs};
-    impl->run(ctx, in, out);
+    RunLowering(*impl, ctx, in, out);
     for (size_t o = 0; o < node.outputs.size(); ++o) values[node.outputs[o]] = std::move(out[o]);
     for (const std::string& dead : release_after_[step]) {
       auto it = values.find(dead);

@@ -162,14 +162,18 @@ std::map<std::string, Tensor> Executor::RunPlaced(std::map<std::string, Tensor> 
         in.push_back(t);
       }
       std::vector<Tensor> out;
-      for (const std::string& name : node.outputs) {
-        const TensorType& type = verified_.types.at(name);
-        out.emplace_back(type.dtype, type.shape);
+      try {
+        for (const std::string& name : node.outputs) {
+          const TensorType& type = verified_.types.at(name);
+          out.emplace_back(type.dtype, type.shape);
+        }
+      } catch (const Error& e) {  // e.g. an output too large to allocate
+        throw Error(e.code(), fmt::format("{} node '{}'", op->id, node.name), e.what());
       }
       Attrs attrs(*op, node.attrs, node.name, static_cast<int>(node.outputs.size()));
       attrs.set_param_types(&param_types_);
       OpContext ctx{backend_, attrs, node_state_[i], params_, node.inputs};
-      impl->run(ctx, in, out);
+      RunLowering(*impl, ctx, in, out);
       for (size_t o = 0; o < node.outputs.size(); ++o) values[node.outputs[o]] = std::move(out[o]);
     }
     for (const std::string& dead : release_after_[step]) values.erase(dead);

@@ -128,6 +128,17 @@ void OpContext::Fail(ErrorCode code, const std::string& detail) const {
   throw Error(code, fmt::format("{} node '{}'", attrs.op(), attrs.node()), detail);
 }
 
+void RunLowering(const OpImpl& impl, OpContext& ctx, std::span<const Tensor> inputs,
+                 std::span<Tensor> outputs) {
+  try {
+    impl.run(ctx, inputs, outputs);
+  } catch (const Error& e) {
+    const std::string where = fmt::format("{} node '{}'", ctx.attrs.op(), ctx.attrs.node());
+    if (std::string_view(e.what()).find(where) != std::string_view::npos) throw;
+    throw Error(e.code(), where, e.what());
+  }
+}
+
 void OpRegistry::Add(std::string_view id, OpImpl impl) {
   const catalog::OpInfo* op = catalog::FindOp(id);
   if (op == nullptr) throw Error(ErrorCode::Internal, "OpRegistry", fmt::format("unknown op '{}'", id));

@@ -101,6 +101,11 @@ struct OpImpl {
   std::vector<std::string> state = {};
 };
 
+// Runs `impl` on one node. An Error from below (a Backend method, an allocation) that does not
+// name the node is rethrown as "<op> node '<name>': <message>" with its code.
+void RunLowering(const OpImpl& impl, OpContext& ctx, std::span<const Tensor> inputs,
+                 std::span<Tensor> outputs);
+
 class OpRegistry {
  public:
   // Registers the lowering of a canonical (non-alias) catalog ID; throws if the ID is unknown,

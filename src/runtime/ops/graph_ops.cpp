@@ -255,7 +255,8 @@ std::vector<std::string> Select(const std::map<std::string, TensorType>& params,
 
 OpImpl FreezeOp() {
   return OpImpl{
-      [](std::span<const TensorType>, const Attrs& attrs) {
+      [](std::span<const TensorType> in, const Attrs& attrs) {
+        ExpectDType(attrs, in, 0, kFloatDTypes);  // the trigger (an ordering dependency)
         CheckSource(attrs);
         return std::vector<TensorType>{{DType::Float32, {1}}};
       },
@@ -269,6 +270,7 @@ OpImpl FreezeOp() {
 OpImpl GraftOp() {
   return OpImpl{
       [](std::span<const TensorType> in, const Attrs& attrs) {
+        ExpectDType(attrs, in, 0, kFloatDTypes);  // the trigger (an ordering dependency)
         CheckSource(attrs);
         const std::string& mode = attrs.String("mode");
         if (mode != "read" && mode != "read_write") attrs.Fail("mode", "read or read_write", mode);

@@ -357,6 +357,7 @@ OpImpl BagOp() {
 // One spatial axis of a convolution (out_pad: transposed only).
 struct ConvAxis {
   int64_t stride = 1, pad = 0, dil = 1, out_pad = 0;
+  std::string pad_name, dil_name;  // the attributes, for messages
 };
 
 // The r spatial axes from the attributes, checked: conv1d names them stride/padding/dilation, the
@@ -369,8 +370,10 @@ std::vector<ConvAxis> ConvAxes(const Attrs& attrs, size_t r, bool transposed) {
     const bool plain = r == 1;
     ConvAxis& a = axes[i];
     a.stride = IntInRange(attrs, plain ? "stride" : "stride_" + ax, 1);
-    a.pad = IntInRange(attrs, plain ? "padding" : "pad_" + ax, 0);
-    a.dil = IntInRange(attrs, plain ? "dilation" : "dil_" + ax, 1);
+    a.pad_name = plain ? "padding" : "pad_" + ax;
+    a.dil_name = plain ? "dilation" : "dil_" + ax;
+    a.pad = IntInRange(attrs, a.pad_name, 0);
+    a.dil = IntInRange(attrs, a.dil_name, 1);
     if (transposed) a.out_pad = IntInRange(attrs, "out_pad_" + ax, 0, std::max(a.stride, a.dil) - 1);
   }
   return axes;
@@ -383,13 +386,15 @@ int64_t ConvExtent(const Attrs& attrs, const ConvAxis& a, int64_t in, int64_t k,
   if (transposed) {
     const int64_t out = (in - 1) * a.stride - 2 * a.pad + span + a.out_pad;
     if (out < 1) {
-      Fail(attrs, ErrorCode::ShapeMismatch, fmt::format("the output extent {} is < 1 (padding too large)", out));
+      Fail(attrs, ErrorCode::ShapeMismatch,
+           fmt::format("the output extent {} is < 1 ({} {} too large)", out, a.pad_name, a.pad));
     }
     return out;
   }
   if (in + 2 * a.pad < span) {
     Fail(attrs, ErrorCode::ShapeMismatch,
-         fmt::format("the padded input extent {} is smaller than the dilated kernel {}", in + 2 * a.pad, span));
+         fmt::format("the padded input extent {} ({} {}) is smaller than the dilated kernel {} ({} {})",
+                     in + 2 * a.pad, a.pad_name, a.pad, span, a.dil_name, a.dil));
   }
   return (in + 2 * a.pad - span) / a.stride + 1;
 }

@@ -132,7 +132,7 @@ int64_t RowValues(const Attrs& attrs, BlockFormat format, int64_t rowBytes) {
   const BlockLayout layout = LayoutOf(format);
   if (rowBytes % layout.bytes != 0) {
     Fail(attrs, ErrorCode::ShapeMismatch,
-         fmt::format("the last dimension of q ({} bytes) must be a whole number of {}-byte {} blocks", rowBytes,
+         fmt::format("the last dimension of w ({} bytes) must be a whole number of {}-byte {} blocks", rowBytes,
                      layout.bytes, BlockFormatName(format)));
   }
   return rowBytes / layout.bytes * layout.elements;
