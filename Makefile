@@ -6,7 +6,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test python-test demo docs clean
+.PHONY: all deps configure build test python-test demo docs clean asan tsan fuzz fuzz-smoke
 
 all: build
 
@@ -23,6 +23,40 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	scripts/python-check.sh
+
+# Sanitizer builds, siblings of build/ (ccache keys on paths relative to CCACHE_BASEDIR).
+# make asan: every test under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on);
+# any report fails its test. make tsan: the threaded tests under ThreadSanitizer, built with clang-14
+# and libomp so that TSan sees OpenMP's synchronisation (scripts/tsan.sh says how).
+# BACKPLANE_TEST_SIZE=lean (set here) shrinks the few tests that are slow under ASan.
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+SAN_ENV := BACKPLANE_TEST_SIZE=lean \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=0 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/sanitizers/lsan.supp:print_suppressions=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DBACKPLANE_SANITIZE=address,undefined > /dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	$(SAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) $(ASAN_CTEST_ARGS)
+
+tsan: deps
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DBACKPLANE_SANITIZE=thread -DBACKPLANE_XLA=OFF > /dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target core_tests runtime_tests conformance_tests
+	scripts/tsan.sh $(TSAN_BUILD)
+
+# libFuzzer targets (fuzz/): clang-14, library built with fuzzer-no-link,address,undefined.
+FUZZ_BUILD ?= build-fuzz
+fuzz: deps
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	    -DBACKPLANE_FUZZ=ON -DBACKPLANE_XLA=OFF > /dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+
+# Every fuzz target over its committed corpus for a fixed number of runs (CI).
+fuzz-smoke: fuzz
+	scripts/fuzz-smoke.sh $(FUZZ_BUILD)
 
 # The Python package: builds the wheel, installs it into a fresh venv, runs pytest against it.
 python-test: deps
