@@ -728,7 +728,10 @@ Measure RunMutualInformation(ErasedKernel refk, ErasedKernel fastk, const RunCon
   const DType dt = c.dtype;
   std::vector<std::pair<int64_t, int64_t>> shapes = {{0, 3}, {1, 1}, {1, 7}, {2, 2}, {3, 5}, {4, 8}, {7, 9}, {17, 16}, {33, 5}, {8, 65}};
   if (!Quick(c)) shapes.insert(shapes.end(), {{300, 257}, {1000, 70}});
-  for (const auto& [xc, yc] : shapes) {
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  for (const auto& [xc_binding, yc_binding] : shapes) {
+    const auto& xc = xc_binding;
+    const auto& yc = yc_binding;
     const auto X = static_cast<size_t>(xc), Y = static_cast<size_t>(yc);
     for (int variant = 0; variant < 3; ++variant) {
       // 0: a probability table with zeros (a zero row and column too); 1: counts; 2: independent.

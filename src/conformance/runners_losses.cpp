@@ -212,7 +212,10 @@ Measure RunCrossEntropy(ErasedKernel ref, ErasedKernel fast, const RunContext& c
   const QuickThreads threads(c);
   Measure m;
   const Tolerance tol = ScalarTolerance(c.dtype);
-  for (const auto& [rows, classes] : RowShapes(c)) {
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  for (const auto& [rows_binding, classes_binding] : RowShapes(c)) {
+    const auto& rows = rows_binding;
+    const auto& classes = classes_binding;
     const uint64_t seed = c.seed + static_cast<uint64_t>(rows * 1009 + classes);
     for (const LogitSet& set : LogitSets(c, rows, classes, seed)) {
       const size_t off = Offset(c.dtype, classes);
@@ -249,7 +252,13 @@ Measure RunCrossEntropy(ErasedKernel ref, ErasedKernel fast, const RunContext& c
       {"null logits", nullptr, ok.data(), 3, 4},
       {"null targets", z.data(), nullptr, 3, 4},
   };
-  for (const auto& [name, logits, targets, rows, classes] : cases) {
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  for (const auto& [name_binding, logits_binding, targets_binding, rows_binding, classes_binding] : cases) {
+    const auto& name = name_binding;
+    const auto& logits = logits_binding;
+    const auto& targets = targets_binding;
+    const auto& rows = rows_binding;
+    const auto& classes = classes_binding;
     const std::string want =
         ErrorOf([&] { Unerase<CrossEntropyFn>(ref)(logits, targets, rows, classes, c.dtype); });
     const std::string got =
@@ -264,7 +273,10 @@ Measure RunCrossEntropyGrad(ErasedKernel ref, ErasedKernel fast, const RunContex
   const QuickThreads threads(c);
   Measure m;
   const Tolerance tol = DefaultTolerance(c.dtype);
-  for (const auto& [rows, classes] : RowShapes(c)) {
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  for (const auto& [rows_binding, classes_binding] : RowShapes(c)) {
+    const auto& rows = rows_binding;
+    const auto& classes = classes_binding;
     const uint64_t seed = c.seed + static_cast<uint64_t>(rows * 1009 + classes);
     const int64_t n = rows * classes;
     for (const LogitSet& set : LogitSets(c, rows, classes, seed)) {
@@ -294,7 +306,13 @@ Measure RunCrossEntropyGrad(ErasedKernel ref, ErasedKernel fast, const RunContex
       {"batch -1", ok.data(), -1, 4, true},         {"null grad", ok.data(), 3, 4, false},
       {"null targets", nullptr, 3, 4, true},
   };
-  for (const auto& [name, targets, rows, classes, with_out] : cases) {
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  for (const auto& [name_binding, targets_binding, rows_binding, classes_binding, with_out_binding] : cases) {
+    const auto& name = name_binding;
+    const auto& targets = targets_binding;
+    const auto& rows = rows_binding;
+    const auto& classes = classes_binding;
+    const auto& with_out = with_out_binding;
     std::vector<uint8_t> want(64, kGuard), got(64, kGuard);
     const std::string want_error = ErrorOf([&] {
       Unerase<CrossEntropyGradFn>(ref)(z.data(), targets, with_out ? want.data() : nullptr, rows, classes, c.dtype);
@@ -497,7 +515,11 @@ Measure RunDropout(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       {std::nanf(""), 5, true}, {std::nanf(""), 0, true}, {-0.1f, 5, true}, {1.5f, 0, true},
       {INFINITY, 5, true},      {0.5f, -1, true},          {0.5f, 5, false}, {0.0f, 5, false},
   };
-  for (const auto& [rate, n, with_src] : cases) {
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  for (const auto& [rate_binding, n_binding, with_src_binding] : cases) {
+    const auto& rate = rate_binding;
+    const auto& n = n_binding;
+    const auto& with_src = with_src_binding;
     const DropoutConfig config{rate, 7};
     const std::string where = fmt::format("invalid rate={} n={} src={}", rate, n, with_src);
     std::vector<uint8_t> want(64, kGuard), got(64, kGuard);

@@ -154,7 +154,10 @@ Measure RunSimilarity(ErasedKernel ref, ErasedKernel fast, const RunContext& c) 
       }
     }
   }
-  for (const auto& [n, null] : {std::pair<int64_t, bool>{-1, false}, {5, true}}) {
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  for (const auto& [n_binding, null_binding] : {std::pair<int64_t, bool>{-1, false}, {5, true}}) {
+    const auto& n = n_binding;
+    const auto& null = null_binding;
     const auto a = RandomStorage(c.dtype, 8, c.seed);
     ExpectSameError(
         fmt::format("invalid n={}{}", n, null ? " null" : ""),
@@ -259,7 +262,10 @@ Measure RunExpectedFreeEnergy(ErasedKernel ref, ErasedKernel fast, const RunCont
   }
   shapes.emplace_back(kLarge, 1000);
   shapes.emplace_back(17, kLarge);
-  for (const auto& [obs, states] : shapes) {
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  for (const auto& [obs_binding, states_binding] : shapes) {
+    const auto& obs = obs_binding;
+    const auto& states = states_binding;
     const uint64_t seed = c.seed + static_cast<uint64_t>(obs * 131 + states);
     for (const ProbCase& pc : ProbCases(3)) {
       if ((obs == kLarge || states == kLarge) && Quick(c) && pc.poison >= 0) continue;

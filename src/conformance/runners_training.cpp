@@ -61,7 +61,11 @@ Measure RunOptimizer(const OptFamily& f, ErasedKernel ref, ErasedKernel fast, co
     }
   }
   for (int cfg = 0; cfg < f.configs; ++cfg) cases.emplace_back(kLarge, cfg, false);
-  for (const auto& [n, cfg, specials] : cases) {
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  for (const auto& [n_binding, cfg_binding, specials_binding] : cases) {
+    const auto& n = n_binding;
+    const auto& cfg = cfg_binding;
+    const auto& specials = specials_binding;
     const size_t off = Offset(dt, n);
     const size_t soff = Offset(st, n);
     const uint64_t seed = c.seed + static_cast<uint64_t>(n) * 131 + static_cast<uint64_t>(cfg);

@@ -74,7 +74,10 @@ OpResult RunOp(const OpCall& call, Backend& backend) {
     const size_t port = std::min(static_cast<size_t>(i), op->outputs.size() - 1);
     node.outputs.push_back(fmt::format("{}_out{}", PortName(op->outputs[port]), i));
   }
-  for (const auto& [key, value] : call.attrs) {
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  for (const auto& [key_binding, value_binding] : call.attrs) {
+    const auto& key = key_binding;
+    const auto& value = value_binding;
     const bool known = std::any_of(op->attrs.begin(), op->attrs.end(), [&](const catalog::AttrSpec& a) { return a.name == key; });
     if (!known) ThrowInvalidArgument(op->id, "attribute", fmt::format("an attribute of {}", op->id), "'" + key + "'");
     node.attrs[key] = value;

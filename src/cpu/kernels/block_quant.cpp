@@ -537,14 +537,23 @@ namespace x86 {
 #undef BP_BQ_DPBUSD
 }  // namespace x86
 #if HWY_TARGET == HWY_AVX3
+// clang ignores GCC's target pragma; its attribute pragma gives every function the same features.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512vnni"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512vnni")
+#endif
 namespace vnni {
 #define BP_BQ_DPBUSD 1
 #include "cpu/kernels/block_quant-inl.h"
 #undef BP_BQ_DPBUSD
 }  // namespace vnni
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #endif
 #endif
 

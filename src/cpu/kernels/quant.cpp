@@ -121,7 +121,7 @@ HWY_INLINE V Codes(D d, V r, V zero_point) {
 // demoted one vector at a time.
 template <class DF, class VF>
 HWY_INLINE void StoreCodes(DF df, VF c0, VF c1, VF c2, VF c3, int8_t* HWY_RESTRICT dst, bool stream) {
-#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
   const hn::Repartition<int8_t, DF> d8;
 #if HWY_TARGET <= HWY_AVX3
   // packs work within 128-bit blocks: block j holds lanes 4j..4j+3 of c0, c1, c2, c3 in turn.

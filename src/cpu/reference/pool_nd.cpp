@@ -20,7 +20,11 @@ namespace {
 void MaxPoolNd(const PoolNdConfig& config, const void* in, void* out, int64_t* indices, int64_t planes, DType dtype) {
   const Geometry g =
       BuildPoolNdGeometry("PoolNd.MaxPoolNd", config, in, out, indices, planes, dtype, kPoolNdMaxDTypes, true);
-  const auto& [D, H, W] = g.axes;
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  const auto& [D_binding, H_binding, W_binding] = g.axes;
+  const auto& D = D_binding;
+  const auto& H = H_binding;
+  const auto& W = W_binding;
   const auto& st = g.indexStride;
   elem::ByElem(dtype, [&](auto e) {
     using E = decltype(e);
@@ -64,7 +68,11 @@ void MaxPoolNd(const PoolNdConfig& config, const void* in, void* out, int64_t* i
 void AvgPoolNd(const PoolNdConfig& config, const void* in, void* out, int64_t* indices, int64_t planes, DType dtype) {
   const Geometry g =
       BuildPoolNdGeometry("PoolNd.AvgPoolNd", config, in, out, indices, planes, dtype, kFloatDTypes, false);
-  const auto& [D, H, W] = g.axes;
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  const auto& [D_binding, H_binding, W_binding] = g.axes;
+  const auto& D = D_binding;
+  const auto& H = H_binding;
+  const auto& W = W_binding;
   for (int64_t p = 0; p < planes; ++p) {
     const int64_t base = p * g.planeIn;
     int64_t at = p * g.planeOut;

@@ -216,7 +216,10 @@ void ScatterND(const ScatterConfig& config, const void* data, const int64_t* ind
   CheckTensorDType(kOp, dtype, kTensorDTypes);
   CheckReduction(kOp, config.Reduction);
   CheckNonNegative(kOp, "count", count);
-  const auto [total, slice] = NDSizes(kOp, dims, rank, depth, dtype);
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  const auto [total_binding, slice_binding] = NDSizes(kOp, dims, rank, depth, dtype);
+  const auto& total = total_binding;
+  const auto& slice = slice_binding;
   const int64_t idxCount = CountOf(kOp, "count", {count, depth == 0 ? 1 : depth}, DType::Int64);
   const int64_t updCount = CountOf(kOp, "count", {count, slice}, dtype);
   CheckPointer(kOp, "data", data, total);
@@ -242,7 +245,10 @@ void GatherND(const void* in, const int64_t* indices, void* out, const int64_t* 
   constexpr std::string_view kOp = "TensorOps.GatherND";
   CheckTensorDType(kOp, dtype, kTensorDTypesAndBool);
   CheckSizes(kOp, {{"batch", batch}, {"count", count}});
-  const auto [total, slice] = NDSizes(kOp, dims, rank, depth, dtype);
+  // clang 14 cannot capture structured bindings in lambdas (P1091): plain references to them.
+  const auto [total_binding, slice_binding] = NDSizes(kOp, dims, rank, depth, dtype);
+  const auto& total = total_binding;
+  const auto& slice = slice_binding;
   const int64_t inCount = CountOf(kOp, "batch", {batch, total}, dtype);
   const int64_t idxCount = CountOf(kOp, "count", {batch, count, depth == 0 ? 1 : depth}, DType::Int64);
   const int64_t outCount = CountOf(kOp, "count", {batch, count, slice}, dtype);
