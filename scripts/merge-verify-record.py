@@ -6,6 +6,7 @@ new methods, so the matrices say "not run here" instead of pretending. The recor
 date list every merge. Usage: merge-verify-record.py RECORD PARTIAL...
 """
 import json
+import os
 import sys
 
 record_path, partials = sys.argv[1], sys.argv[2:]
@@ -26,5 +27,7 @@ for path in partials:
     record["command"] += f"; merged {path.split('/')[-1]} ({part['date']}, {part.get('cpu_model', '')}, targets {', '.join(part['targets'])})"
 order = {k: i for i, k in enumerate(key(c) for c in record["cells"])}
 record["cells"] = sorted(cells.values(), key=lambda c: order.get(key(c), len(order)))
-with open(record_path, "w") as f:
+tmp = f"{record_path}.tmp.{os.getpid()}"  # temp file + rename: never half a record
+with open(tmp, "w") as f:
     f.write(json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+os.replace(tmp, record_path)

@@ -130,8 +130,19 @@ def write_doc(path, results, args, elapsed):
             continue
         reason = r["reason"].replace("|", "/").replace("\n", " ")
         lines.append(f"| {r['test']} | {r['op']} | {r['status']} | {reason} |")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+    write_atomically(path, "\n".join(lines) + "\n")
+
+
+def write_atomically(path, text):
+    """Temp file + rename: an interrupted run leaves the previous file intact."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def main():
@@ -161,8 +172,8 @@ def main():
     attribute(results)
     totals = collections.Counter(r["status"] for r in results)
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w", encoding="utf-8") as f:
-        json.dump({"totals": dict(totals), "rtol": args.rtol, "atol": args.atol, "tests": results}, f, indent=1)
+    write_atomically(args.json, json.dumps({"totals": dict(totals), "rtol": args.rtol, "atol": args.atol,
+                                            "tests": results}, indent=1))
     if not args.no_doc:
         write_doc(args.doc, results, args, elapsed)
     print(f"onnx node tests: {totals['passed']} passed, {totals['failed']} failed, "

@@ -43,7 +43,8 @@ std::optional<DType> DTypeFromName(std::string_view name);
 
 // Storage bits per element: 4 for Int4, 1 for Bool (packed), otherwise 8 * bytes.
 int DTypeBits(DType dtype);
-// Bytes needed to store `count` elements (Int4: ceil(count/2), Bool: ceil(count/8)).
+// Bytes needed to store `count` elements (Int4: ceil(count/2), Bool: ceil(count/8)); throws
+// InvalidArgument when that does not fit size_t.
 size_t DTypeStorageBytes(DType dtype, int64_t count);
 bool IsFloatingPoint(DType dtype);  // f64, f32, f16, bf16, fp8
 bool IsInteger(DType dtype);        // signed and unsigned integers, Int4 included

@@ -17,14 +17,16 @@ namespace backplane {
 
 using Shape = std::vector<int64_t>;
 
-// Number of elements of a shape (1 for rank 0); throws InvalidArgument on a negative dim.
+// Number of elements of a shape (1 for rank 0); throws InvalidArgument on a negative dim or
+// when the count overflows int64.
 int64_t NumElements(std::span<const int64_t> shape);
 std::string ShapeToString(std::span<const int64_t> shape);  // "[2, 3]"
 
 class Tensor {
  public:
   Tensor() = default;
-  // Zero-initialised storage.
+  // Zero-initialised storage. Throws Error(OutOfMemory) above the allocation ceiling
+  // (backplane/memory_limit.hpp) or when the allocation fails.
   Tensor(DType dtype, Shape shape);
 
   DType dtype() const { return dtype_; }

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "backplane/atomic_file.hpp"
 #include "backplane/cpu/cpu_backend.hpp"
 #include "backplane/error.hpp"
 #include "backplane/io.hpp"
@@ -71,12 +72,7 @@ void BindGraph(nb::module_& m) {
       .def("to_json", &ir::WriteGraph)
       .def("save", [](const ir::Graph& g, const std::string& path) {
         const std::string text = ir::WriteGraph(g);
-        std::FILE* f = std::fopen(path.c_str(), "wb");
-        if (f == nullptr) ThrowInvalidArgument("backplane.Graph.save", "path", "a writable file", "'" + path + "'");
-        const size_t written = std::fwrite(text.data(), 1, text.size(), f);
-        if (std::fclose(f) != 0 || written != text.size()) {
-          ThrowInvalidArgument("backplane.Graph.save", "path", "a file that takes the whole graph", "'" + path + "'");
-        }
+        io::WriteFileAtomically(path, {text});  // temp file + rename: never half a graph
       }, nb::arg("path"))
       .def_rw("name", &ir::Graph::name)
       .def_rw("outputs", &ir::Graph::outputs)

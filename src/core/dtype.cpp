@@ -1,6 +1,11 @@
 #include "backplane/dtype.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
+#include <limits>
+
+#include "backplane/error.hpp"
 
 namespace backplane {
 namespace {
@@ -65,6 +70,10 @@ size_t DTypeStorageBytes(DType dtype, int64_t count) {
   if (count <= 0) return 0;
   const auto n = static_cast<size_t>(count);
   const auto bits = static_cast<size_t>(DTypeBits(dtype));
+  if (bits != 0 && n > (std::numeric_limits<size_t>::max() - 7) / bits) {
+    throw Error(ErrorCode::InvalidArgument, "DTypeStorageBytes",
+                fmt::format("the byte count of {} elements of {} overflows 64 bits", count, DTypeName(dtype)));
+  }
   return (n * bits + 7) / 8;
 }
 

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
 #include <bit>
 #include <cstring>
@@ -12,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "backplane/atomic_file.hpp"
 #include "backplane/convert.hpp"
+#include "backplane/memory_limit.hpp"
 #include "backplane/error.hpp"
 
 namespace backplane::io {
@@ -22,35 +23,21 @@ namespace {
   throw Error(ErrorCode::InvalidArgument, path, detail);
 }
 
+// The whole file, refused before reading when it is larger than the allocation ceiling.
 std::string ReadAll(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) Fail(path, "cannot open the file");
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) Fail(path, fmt::format("cannot read the file size: {}", ec.message()));
+  CheckAllocation(path, size, "reading the file");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (size > 0 && !file.read(bytes.data(), static_cast<std::streamsize>(size))) Fail(path, "short read");
   return bytes;
 }
 
-// Writes through a temporary file in the same folder and renames it into place.
-void WriteAtomically(const std::string& path, const std::string& header, const void* data,
-                     size_t size) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file) Fail(path, "cannot create the file");
-    file.write(header.data(), static_cast<std::streamsize>(header.size()));
-    if (size > 0) file.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-    file.flush();
-    if (!file) {
-      file.close();
-      std::filesystem::remove(tmp);
-      Fail(path, "write failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    Fail(path, fmt::format("cannot move the finished file into place: {}", ec.message()));
-  }
+void WriteAtomically(const std::string& path, const std::string& header, const void* data, size_t size) {
+  WriteFileAtomically(path, {header, std::string_view(static_cast<const char*>(data), size)});
 }
 
 // ---- .npy ---------------------------------------------------------------------------------------
@@ -78,11 +65,63 @@ int SwapWidth(DType d) {
   return ByteWidth(d);
 }
 
+// Element count of a shape read from `path`; overflow is the file's fault, so the error names it.
+int64_t ElementCount(const Shape& shape, const std::string& path, const std::string& where) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) Fail(path, fmt::format("{}: shape {} has a negative dimension", where, ShapeToString(shape)));
+  }
+  for (int64_t d : shape) {
+    if (d == 0) return 0;
+  }
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) {
+      Fail(path, fmt::format("{}: shape {} has more than 2^63 - 1 elements", where, ShapeToString(shape)));
+    }
+  }
+  return n;
+}
+
 std::string HeaderValue(const std::string& header, const std::string& key, const std::string& path) {
   const std::regex re("['\"]" + key + "['\"]\\s*:\\s*('[^']*'|\"[^\"]*\"|True|False|\\([^)]*\\))");
   std::smatch m;
   if (!std::regex_search(header, m, re)) Fail(path, fmt::format("npy header lacks '{}'", key));
   return m[1].str();
+}
+
+// The shape tuple exactly as Python writes it: "()", "(5,)", "(2, 3)" (a trailing comma is
+// allowed, whitespace around items too). Each dimension is a decimal integer <= INT64_MAX.
+Shape ParseNpyShape(const std::string& text, const std::string& path) {
+  auto bad = [&](const std::string& why) -> void {
+    Fail(path, fmt::format("npy header 'shape' must be a tuple of non-negative integers, got {} ({})", text, why));
+  };
+  Shape shape;
+  size_t pos = 1;  // HeaderValue matched "(...)"
+  const size_t close = text.size() - 1;
+  auto skip_space = [&] {
+    while (pos < close && (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\n')) ++pos;
+  };
+  skip_space();
+  while (pos < close) {
+    if (text[pos] < '0' || text[pos] > '9') bad(fmt::format("'{}' at position {}", text[pos], pos));
+    int64_t d = 0;
+    while (pos < close && text[pos] >= '0' && text[pos] <= '9') {
+      if (__builtin_mul_overflow(d, int64_t{10}, &d) || __builtin_add_overflow(d, int64_t(text[pos] - '0'), &d)) {
+        bad("a dimension exceeds INT64_MAX");
+      }
+      ++pos;
+    }
+    shape.push_back(d);
+    skip_space();
+    if (pos < close && text[pos] == ',') {
+      ++pos;
+      skip_space();
+    } else if (pos < close) {
+      bad(fmt::format("'{}' at position {}", text[pos], pos));
+    }
+  }
+  if (shape.size() == 1 && text.find(',') == std::string::npos) bad("a one-element tuple needs a trailing comma");
+  return shape;
 }
 
 }  // namespace
@@ -110,13 +149,7 @@ Tensor ReadNpy(const std::string& path) {
   descr = descr.substr(1, descr.size() - 2);
   const bool fortran = HeaderValue(header, "fortran_order", path) == "True";
   const std::string shape_text = HeaderValue(header, "shape", path);
-  Shape shape;
-  {
-    const std::regex num("\\d+");
-    for (auto it = std::sregex_iterator(shape_text.begin(), shape_text.end(), num); it != std::sregex_iterator(); ++it) {
-      shape.push_back(std::stoll(it->str()));
-    }
-  }
+  const Shape shape = ParseNpyShape(shape_text, path);
   // Byte order: '<' little, '>' big, '|' and '=' native (little on supported hosts).
   const bool big = !descr.empty() && descr[0] == '>';
   std::string little = descr;
@@ -128,11 +161,12 @@ Tensor ReadNpy(const std::string& path) {
     if (little == t.descr) dtype = t.dtype;
   }
   if (dtype == DType::Invalid) Fail(path, fmt::format("unsupported .npy dtype '{}'", descr));
-  const int64_t n = NumElements(shape);
+  const int64_t n = ElementCount(shape, path, "npy header 'shape'");
   const size_t width = static_cast<size_t>(ByteWidth(dtype));
-  const size_t need = static_cast<size_t>(n) * width;
+  const std::string what = fmt::format("{}{}", DTypeName(dtype), ShapeToString(shape));
+  const size_t need = CheckedMul(static_cast<uint64_t>(n), width, path, what);
   const size_t data_offset = offset + header_len;
-  if (bytes.size() < data_offset + need) {
+  if (bytes.size() - data_offset < need) {
     Fail(path, fmt::format("truncated .npy data: {} bytes for shape {}, file has {}", need, ShapeToString(shape),
                            bytes.size() - data_offset));
   }
@@ -243,17 +277,25 @@ std::map<std::string, Tensor> ReadSafetensors(const std::string& path) {
       if (info["dtype"] == s.name) dtype = s.dtype;
     }
     if (dtype == DType::Invalid) Fail(path, fmt::format("{}: unsupported dtype {}", where, info["dtype"].dump()));
+    const auto& dims = info["shape"];
+    if (!dims.is_array()) Fail(path, where + ": shape must be a list of non-negative integers");
     Shape shape;
-    for (const auto& d : info["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) Fail(path, where + ": bad shape");
+    for (const auto& d : dims) {
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+        Fail(path, fmt::format("{}: shape must be a list of integers in [0, 2^63), got {}", where, dims.dump()));
+      }
       shape.push_back(d.get<int64_t>());
     }
     const auto& offsets = info["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2) Fail(path, where + ": bad data_offsets");
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned()) {
+      Fail(path, fmt::format("{}: data_offsets must be two non-negative integers, got {}", where, offsets.dump()));
+    }
     const uint64_t begin = offsets[0].get<uint64_t>();
     const uint64_t end = offsets[1].get<uint64_t>();
-    const int64_t n = NumElements(shape);
-    const uint64_t need = static_cast<uint64_t>(n) * static_cast<uint64_t>(ByteWidth(dtype));
+    const int64_t n = ElementCount(shape, path, where);
+    const uint64_t need = CheckedMul(static_cast<uint64_t>(n), static_cast<uint64_t>(ByteWidth(dtype)), path,
+                                     fmt::format("{}: {}{}", where, DTypeName(dtype), ShapeToString(shape)));
     if (end < begin || end - begin != need) {
       Fail(path, fmt::format("{}: data_offsets [{}, {}] do not match {} bytes for {}{}", where, begin, end, need,
                              DTypeName(dtype), ShapeToString(shape)));

@@ -7,17 +7,23 @@
 
 #include "backplane/convert.hpp"
 #include "backplane/error.hpp"
+#include "backplane/memory_limit.hpp"
 
 namespace backplane {
 namespace {
 
 constexpr std::align_val_t kAlignment{64};
 
-std::shared_ptr<std::byte[]> Allocate(size_t bytes) {
+std::shared_ptr<std::byte[]> Allocate(size_t bytes, DType dtype, const Shape& shape) {
+  if (bytes > MaxAllocBytes()) {
+    CheckAllocation("Tensor", bytes, fmt::format("a {}{} tensor", DTypeName(dtype), ShapeToString(shape)));
+  }
   const size_t padded = (bytes + 63) / 64 * 64 + 64;
   auto* raw = static_cast<std::byte*>(::operator new[](padded, kAlignment, std::nothrow));
   if (raw == nullptr) {
-    throw Error(ErrorCode::OutOfMemory, "Tensor", fmt::format("cannot allocate {} bytes", bytes));
+    throw Error(ErrorCode::OutOfMemory, "Tensor",
+                fmt::format("cannot allocate {} bytes for a {}{} tensor", bytes, DTypeName(dtype),
+                            ShapeToString(shape)));
   }
   std::memset(raw, 0, padded);
   return std::shared_ptr<std::byte[]>(raw, [](std::byte* p) { ::operator delete[](p, kAlignment); });
@@ -26,12 +32,20 @@ std::shared_ptr<std::byte[]> Allocate(size_t bytes) {
 }  // namespace
 
 int64_t NumElements(std::span<const int64_t> shape) {
-  int64_t n = 1;
+  bool empty = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) {
       ThrowInvalidArgument("Tensor", fmt::format("shape[{}]", i), ">= 0", std::to_string(shape[i]));
     }
-    n *= shape[i];
+    empty = empty || shape[i] == 0;
+  }
+  if (empty) return 0;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) {
+      throw Error(ErrorCode::InvalidArgument, "Tensor",
+                  fmt::format("shape {} has more than 2^63 - 1 elements", ShapeToString(shape)));
+    }
   }
   return n;
 }
@@ -43,7 +57,7 @@ std::string ShapeToString(std::span<const int64_t> shape) {
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), numel_(NumElements(shape_)) {
   if (dtype == DType::Invalid) ThrowInvalidArgument("Tensor", "dtype", "a valid dtype", "invalid");
-  storage_ = Allocate(nbytes());
+  storage_ = Allocate(nbytes(), dtype_, shape_);
 }
 
 int64_t Tensor::dim(int64_t axis) const {

@@ -11,6 +11,7 @@
 #include "backplane/catalog/catalog.hpp"
 #include "backplane/error.hpp"
 #include "backplane/ir/graph.hpp"
+#include "backplane/memory_limit.hpp"
 
 namespace backplane::ir {
 namespace {
@@ -23,6 +24,22 @@ class Reader {
 
   [[noreturn]] void Fail(const std::string& path, const std::string& detail) const {
     throw Error(ErrorCode::InvalidArgument, origin_, fmt::format("{}: {}", path, detail));
+  }
+
+  // A fixed shape's element count fits int64 and its bit count fits 64 bits (the allocation ceiling
+  // is checked when the executor allocates).
+  void CheckStorageFits(DType dtype, const Shape& shape, const std::string& path) const {
+    int64_t n = 1;
+    bool empty = false;
+    for (int64_t d : shape) empty = empty || d == 0;
+    if (empty) return;
+    for (int64_t d : shape) {
+      if (__builtin_mul_overflow(n, d, &n)) Fail(path, fmt::format("{} has more than 2^63 - 1 elements", ShapeToString(shape)));
+    }
+    const uint64_t bits = static_cast<uint64_t>(DTypeBits(dtype));
+    if (bits != 0 && static_cast<uint64_t>(n) > (UINT64_MAX - 7) / bits) {
+      Fail(path, fmt::format("the byte count of {} {} overflows 64 bits", DTypeName(dtype), ShapeToString(shape)));
+    }
   }
 
   void OnlyKeys(const json& object, const std::string& path,
@@ -167,6 +184,7 @@ class Reader {
           if (size < 0) Fail(fmt::format("{}.shape[{}]", path, d), "must be >= 0");
           p.shape.push_back(size);
         }
+        CheckStorageFits(p.dtype, p.shape, path + ".shape");
         if (params[i].contains("trainable")) {
           if (!params[i]["trainable"].is_boolean()) Fail(path + ".trainable", "must be true or false");
           p.trainable = params[i]["trainable"].get<bool>();
@@ -262,6 +280,9 @@ Graph ParseGraph(const std::string& json_text, const std::string& origin) {
 Graph ReadGraphFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw Error(ErrorCode::InvalidArgument, path, "cannot open the graph file");
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (!ec) CheckAllocation(path, size, "reading the graph file");
   std::stringstream text;
   text << file.rdbuf();
   Graph g = ParseGraph(text.str(), path);

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "backplane/error.hpp"
+#include "backplane/memory_limit.hpp"
 
 namespace backplane::onnx {
 namespace {
@@ -85,6 +86,7 @@ std::string ReadExternal(const TP& proto, const std::string& where, const std::s
   if (length != expected) {
     Bad(where, fmt::format("external data length {} must be {} (shape x element size)", length, expected));
   }
+  CheckAllocation("onnx", length, fmt::format("{}: external data", where));
   std::ifstream in(path, std::ios::binary);
   std::string bytes(static_cast<size_t>(length), '\0');
   in.seekg(static_cast<std::streamoff>(offset));
@@ -137,6 +139,7 @@ std::string ReadFileBytes(const std::string& path, const std::string& what, uint
     throw Error(ErrorCode::InvalidArgument, "onnx",
                 fmt::format("{} '{}' is {} bytes, more than the {} allowed", what, path, size, max_bytes));
   }
+  CheckAllocation("onnx", size, fmt::format("reading {} '{}'", what, path));
   std::ifstream in(path, std::ios::binary);
   std::string bytes(static_cast<size_t>(size), '\0');
   if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {

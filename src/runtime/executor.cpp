@@ -11,6 +11,7 @@
 #include "backplane/catalog/catalog.hpp"
 #include "backplane/error.hpp"
 #include "backplane/io.hpp"
+#include "backplane/memory_limit.hpp"
 #include "backplane/random.hpp"
 
 namespace backplane::runtime {
@@ -76,6 +77,8 @@ Tensor InitParam(const ir::Graph& g, const ir::ParamSpec& p, FileCache& files) {
   return t;
 }
 
+uint64_t TypeBytes(const TensorType& type) { return DTypeStorageBytes(type.dtype, NumElements(type.shape)); }
+
 void CheckFinite(const std::string& where, const std::string& name, const Tensor& t) {
   if (!IsFloatingPoint(t.dtype())) return;
   for (int64_t i = 0; i < t.numel(); ++i) {
@@ -93,6 +96,11 @@ Executor::Executor(ir::Graph graph, Backend& backend, ExecutorOptions options)
   // Structural verification up front (names, arity, cycles, shape rules with placeholders).
   verified_ = VerifyGraph(graph_);
   node_state_.resize(graph_.nodes.size());
+  const std::string where = GraphWhere(graph_);
+  for (const ir::ParamSpec& p : graph_.params) {
+    param_bytes_ = CheckedAdd(param_bytes_, TypeBytes({p.dtype, p.shape}), where, "parameter bytes");
+  }
+  CheckAllocation(where, param_bytes_, "parameter storage");
   FileCache files;
   for (const ir::ParamSpec& p : graph_.params) {
     params_.tensors[p.name] = InitParam(graph_, p, files);
@@ -182,6 +190,30 @@ void Executor::Plan(const std::map<std::string, Shape>& input_shapes) {
       const auto it = last_use.find(out);
       release_after_[it == last_use.end() ? step : it->second].push_back(out);
     }
+  }
+  // Peak memory of a run: the parameters plus every node-output buffer, reused as Run reuses
+  // them (a released buffer serves a later output of the same byte size).
+  uint64_t buffers = 0;
+  std::multiset<uint64_t> free_sizes;
+  for (size_t step = 0; step < verified_.order.size(); ++step) {
+    for (const std::string& out : graph_.nodes[verified_.order[step]].outputs) {
+      const uint64_t bytes = TypeBytes(verified_.types.at(out));
+      const auto it = free_sizes.find(bytes);
+      if (it != free_sizes.end()) {
+        free_sizes.erase(it);
+      } else {
+        buffers = CheckedAdd(buffers, bytes, GraphWhere(graph_), "planned buffer bytes");
+      }
+    }
+    for (const std::string& dead : release_after_[step]) free_sizes.insert(TypeBytes(verified_.types.at(dead)));
+  }
+  planned_peak_bytes_ = CheckedAdd(param_bytes_, buffers, GraphWhere(graph_), "planned peak bytes");
+  if (options_.device == nullptr) {
+    planned_ = false;  // a refused plan is not kept
+    CheckAllocation(GraphWhere(graph_), planned_peak_bytes_,
+                    fmt::format("the planned peak (parameters {} + node outputs {})", FormatBytes(param_bytes_),
+                                FormatBytes(buffers)));
+    planned_ = true;
   }
   if (options_.device != nullptr) PlanPlacement();
 }

@@ -663,5 +663,29 @@ TEST(Tokenizer, FromGgufRejectsBadMetadata) {
   std::filesystem::remove(path);
 }
 
+// A vocabulary whose token count claims more strings than the file holds is refused by the
+// reader before anything is allocated for it.
+TEST(Tokenizer, FromGgufRejectsAVocabularyLargerThanTheFile) {
+  GgufWriter w;
+  w.String("general.architecture", "llama");
+  w.String("tokenizer.ggml.model", "gpt2");
+  w.Strings("tokenizer.ggml.tokens", {"a", "b"});
+  std::string path = w.Write("tok_huge_vocab.gguf");
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // The array count follows the key, the value type (9) and the element type (8).
+  const std::string key = "tokenizer.ggml.tokens";
+  const size_t at = bytes.find(key) + key.size() + 4 + 4;
+  const uint64_t claimed = uint64_t{1} << 40;
+  std::memcpy(bytes.data() + at, &claimed, 8);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  EXPECT_TRUE(ThrowsError([&] { Tokenizer::FromGguf(gguf::File::Open(path)); }, ErrorCode::InvalidArgument,
+                          {"tok_huge_vocab.gguf", "tokenizer.ggml.tokens", "1099511627776"}));
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace backplane::llm

@@ -279,6 +279,33 @@ TEST(OnnxImportErrors, ExternalData) {
   EXPECT_NE(msg.find("exceeds the 12 bytes"), std::string::npos) << msg;
 }
 
+// Sizes in initializers are checked before anything is allocated: dims whose product overflows,
+// negative dims, and an external length that claims more than the file holds.
+TEST(OnnxImportErrors, InitializerSizesAreChecked) {
+  auto model = [](std::vector<int64_t> dims, const std::string& raw) {
+    ModelBuilder b(13);
+    b.Input("x", {"4"});
+    TensorProto* t = b.g().add_initializer();
+    t->set_name("w");
+    t->set_data_type(TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(raw);
+    b.Node("Add", {"x", "w"}, {"y"});
+    b.Output("y");
+    return b;
+  };
+  std::string msg = ErrorOf([&] { ImportOnnx(model({int64_t{1} << 40, int64_t{1} << 40}, std::string(16, '\0')).Save("ovf.onnx")); });
+  EXPECT_NE(msg.find("initializer 'w': element count overflows int64"), std::string::npos) << msg;
+  msg = ErrorOf([&] { ImportOnnx(model({int64_t{1} << 62}, std::string(16, '\0')).Save("bytes.onnx")); });
+  EXPECT_NE(msg.find("initializer 'w': byte size overflows"), std::string::npos) << msg;
+  msg = ErrorOf([&] { ImportOnnx(model({-4}, std::string(16, '\0')).Save("neg.onnx")); });
+  EXPECT_NE(msg.find("initializer 'w': negative dimension -4"), std::string::npos) << msg;
+  // 2^20 x 2^20 floats (4 TiB) over 16 bytes of raw_data: refused by the length, not allocated.
+  msg = ErrorOf([&] { ImportOnnx(model({int64_t{1} << 20, int64_t{1} << 20}, std::string(16, '\0')).Save("big.onnx")); });
+  EXPECT_NE(msg.find("raw_data has 16 bytes, shape [1048576, 1048576] of f32 needs 4398046511104"), std::string::npos)
+      << msg;
+}
+
 void AttrInts(::onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
   auto* a = n->add_attribute();
   a->set_name(name);

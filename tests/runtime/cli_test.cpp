@@ -11,6 +11,7 @@
 
 #include "backplane/catalog/catalog.hpp"
 #include "backplane/io.hpp"
+#include "backplane/memory_limit.hpp"
 #include "support/cli.hpp"
 
 namespace backplane {
@@ -96,6 +97,72 @@ TEST_F(CliTest, RunRejectsBadInputWithoutWritingOutputs) {
   r = Cli(fmt::format("run {} --input x={} --output y={}", Path("g.json"), Path("x3.npy"), Path("y.npy")));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(io::ReadNpy(Path("y.npy")).ToDoubles(), (std::vector<double>{0, 0, 2}));
+}
+
+// The crafted files of issue #15: each is refused with a named error and no output is written.
+std::string CraftedNpy(const std::string& shape) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xFF);
+  out += static_cast<char>(header.size() >> 8);
+  return out + header + std::string(64, '\0');
+}
+
+TEST_F(CliTest, NpyShapeThatOverflowsIsRefused) {
+  Write("x.npy", CraftedNpy("(1099511627776, 1099511627776)"));  // 2^80 elements over 64 bytes
+  const CommandResult r = Cli(fmt::format("op activation.relu --in {} --out {}", Path("x.npy"), Path("y.npy")));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(Path("x.npy")), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("more than 2^63 - 1 elements"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(Path("y.npy")));
+}
+
+TEST_F(CliTest, NpyNegativeDimensionIsRefused) {
+  Write("x.npy", CraftedNpy("(-4, -4)"));  // once read as (4, 4)
+  const CommandResult r = Cli(fmt::format("op activation.relu --in {} --out {}", Path("x.npy"), Path("y.npy")));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("'shape' must be a tuple of non-negative integers"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(Path("y.npy")));
+}
+
+TEST_F(CliTest, GraphParamWhoseBytesOverflowIsRefused) {
+  // [2^31, 2^31] f32 = 2^64 bytes: it wrapped to 0, allocated nothing and crashed filling it.
+  Write("g.json", R"({"format": "backplane.graph", "version": 1,
+      "params": [{"name": "w", "dtype": "f32", "shape": [2147483648, 2147483648], "init": {"kind": "ones"}}],
+      "nodes": [{"op": "activation.relu", "inputs": ["w"], "outputs": ["y"]}], "outputs": ["y"]})");
+  const CommandResult r = Cli(fmt::format("run {} --output y={}", Path("g.json"), Path("y.npy")));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("$.params[0].shape"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("overflows 64 bits"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(Path("y.npy")));
+}
+
+TEST_F(CliTest, MaxAllocVariableBoundsARun) {
+  (void)MaxAllocBytes();  // this process keeps its own ceiling; the variable is for the child
+  Write("g.json", R"({"format": "backplane.graph", "version": 1,
+      "params": [{"name": "w", "dtype": "f32", "shape": [1024, 1024], "init": {"kind": "ones"}}],
+      "nodes": [{"op": "activation.relu", "inputs": ["w"], "outputs": ["y"]}], "outputs": ["y"]})");
+  const std::string run = fmt::format("run {} --output y={}", Path("g.json"), Path("y.npy"));
+  ::setenv(kMaxAllocVariable, "1M", 1);
+  const CommandResult small = Cli(run);
+  ::setenv(kMaxAllocVariable, "lots", 1);
+  const CommandResult bad = Cli(run);
+  ::setenv(kMaxAllocVariable, "64M", 1);
+  const CommandResult enough = Cli(run);
+  ::unsetenv(kMaxAllocVariable);
+  EXPECT_EQ(small.exit_code, 1) << small.output;
+  EXPECT_NE(small.output.find("parameter storage needs 4.00 MiB (4194304 bytes), more than the allocation ceiling "
+                              "of 1.00 MiB (1048576 bytes) (set BACKPLANE_MAX_ALLOC to raise it)"),
+            std::string::npos) << small.output;
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("BACKPLANE_MAX_ALLOC"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("'lots'"), std::string::npos) << bad.output;
+  EXPECT_EQ(enough.exit_code, 0) << enough.output;
+  EXPECT_TRUE(std::filesystem::exists(Path("y.npy")));
 }
 
 TEST_F(CliTest, TrainsTheDigitsGraphOnASmallSet) {

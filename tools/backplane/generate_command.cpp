@@ -10,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "backplane/atomic_file.hpp"
 #include "backplane/cpu/cpu_backend.hpp"
 #include "backplane/cpu/threads.hpp"
 #include "backplane/error.hpp"
@@ -146,7 +147,7 @@ void RunGenerate(const GenerateOptions& o) {
                static_cast<long long>(model.context()));
   if (!o.ids_json.empty()) {
     nlohmann::json j{{"prompt", prompt}, {"generated", generated}};
-    std::ofstream(o.ids_json) << j.dump() << "\n";
+    io::WriteFileAtomically(o.ids_json, {j.dump(), "\n"});
   }
 }
 

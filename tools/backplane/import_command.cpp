@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backplane/atomic_file.hpp"
 #include "backplane/error.hpp"
 #include "backplane/io.hpp"
 #include "backplane/onnx/importer.hpp"
@@ -42,13 +43,7 @@ void Import(const ImportCmdOptions& o) {
     onnx::PointParamsAtFile(r.graph, weights.filename().string());
   }
   const std::string json = ir::WriteGraph(r.graph);
-  const fs::path tmp = fs::path(out).concat(".tmp");
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << json;
-    if (!f) throw Error(ErrorCode::InvalidArgument, "backplane import", fmt::format("cannot write '{}'", tmp.string()));
-  }
-  fs::rename(tmp, out);
+  io::WriteFileAtomically(out.string(), {json});
   fmt::print("{}: opset {}, {} ONNX op types -> {} catalog nodes, {} parameters\n", o.model, r.opset, r.op_types.size(),
              r.graph.nodes.size(), r.graph.params.size());
 }

@@ -4,11 +4,13 @@
 #include <iostream>
 #include <string>
 
+#include "backplane/atomic_file.hpp"
 #include "backplane/error.hpp"
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
   constexpr int kUsageError = 2;
+  backplane::io::RemoveTempFilesOnSignal();  // a killed write leaves no temporary file
   CLI::App app{"Backplane: a compute backend for AI research", "backplane"};
   app.require_subcommand(1);
   app.set_version_flag("--version", BACKPLANE_VERSION);

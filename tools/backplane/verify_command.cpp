@@ -3,10 +3,10 @@
 
 #include <chrono>
 #include <ctime>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
+#include "backplane/atomic_file.hpp"
 #include "backplane/conformance.hpp"
 #include "backplane/cpu/targets.hpp"
 #include "backplane/cpu_info.hpp"
@@ -30,15 +30,7 @@ struct VerifyOptions {
 };
 
 
-void WriteFile(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(ErrorCode::InvalidArgument, path, "cannot write");
-    f << text;
-  }
-  std::rename(tmp.c_str(), path.c_str());
-}
+void WriteFile(const std::string& path, const std::string& text) { io::WriteFileAtomically(path, {text}); }
 
 // The three generated documents from the records in `dir` (verify-cpu.json, verify-arm.json).
 void WriteMatrices(const std::string& dir) {

@@ -65,6 +65,9 @@ class Executor {
   // Number of distinct buffers the last plan allocated for node outputs (reuse makes it smaller
   // than the number of values).
   int64_t planned_buffers() const { return planned_buffers_; }
+  // Bytes the last plan needs on the host at its peak: parameters plus node-output buffers (with
+  // reuse). Plan refuses (Error OutOfMemory) a CPU-run graph whose peak exceeds MaxAllocBytes().
+  uint64_t planned_peak_bytes() const { return planned_peak_bytes_; }
 
  private:
   void Plan(const std::map<std::string, Shape>& input_shapes);
@@ -84,6 +87,8 @@ class Executor {
   std::map<std::string, TensorType> param_types_;
   std::vector<std::vector<std::string>> release_after_;  // per step: values dead afterwards
   int64_t planned_buffers_ = 0;
+  uint64_t param_bytes_ = 0;
+  uint64_t planned_peak_bytes_ = 0;
   // Node-output buffers released by earlier runs of the same plan, reused by size when no
   // caller still holds them (so steady-state runs do not allocate).
   std::vector<Tensor> pool_;
