@@ -142,6 +142,16 @@ namespace backplane::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 using namespace block_quant_ops;  // NOLINT
 
+// The VNNI variant needs GCC's target pragma; clang (the fuzz and TSan builds) ignores it and
+// refuses the VNNI intrinsics inside Highway's AVX3 functions, so clang builds use the AVX2 dots.
+#ifndef BP_BQ_VNNI
+#if defined(__clang__)
+#define BP_BQ_VNNI 0
+#else
+#define BP_BQ_VNNI 1
+#endif
+#endif
+
 #if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3) && !defined(HWY_DISABLE_F16C)
 #define BP_BQ_X86 1
 #else
@@ -536,30 +546,21 @@ namespace x86 {
 #include "cpu/kernels/block_quant-inl.h"
 #undef BP_BQ_DPBUSD
 }  // namespace x86
-#if HWY_TARGET == HWY_AVX3
-// clang ignores GCC's target pragma; its attribute pragma gives every function the same features.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512vnni"))), apply_to = function)
-#else
+#if HWY_TARGET == HWY_AVX3 && BP_BQ_VNNI
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512vnni")
-#endif
 namespace vnni {
 #define BP_BQ_DPBUSD 1
 #include "cpu/kernels/block_quant-inl.h"
 #undef BP_BQ_DPBUSD
 }  // namespace vnni
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
 #pragma GCC pop_options
-#endif
 #endif
 #endif
 
 namespace {
 
-#if BP_BQ_X86 && HWY_TARGET == HWY_AVX3
+#if BP_BQ_X86 && HWY_TARGET == HWY_AVX3 && BP_BQ_VNNI
 bool UseVnni() {
   static const bool vnni = __builtin_cpu_supports("avx512vnni");
   return vnni;
@@ -699,7 +700,7 @@ void MatmulRows(const MatmulArgs& a, int64_t o_begin, int64_t o_end) {
   const bool fused = a.rows < kPanelMinRows && (f == BlockFormat::Q4_0 || f == BlockFormat::Q4_1 ||
                                                 f == BlockFormat::Q8_0 || f == BlockFormat::Q8_1);
   if (fused) {
-#if HWY_TARGET == HWY_AVX3
+#if HWY_TARGET == HWY_AVX3 && BP_BQ_VNNI
     if (UseVnni()) {
       vnni::FusedDots(f, a.w, a.row_bytes, o_begin, o_end, x, a.rows, a.dst, a.out);
     } else {
@@ -727,7 +728,7 @@ void MatmulRows(const MatmulArgs& a, int64_t o_begin, int64_t o_end) {
       const int64_t n = std::min(kPanelRows, o_end - o0);
       BuildPanel(f, a.w, a.row_bytes, o0, n, t, p);
 #if BP_BQ_X86
-#if HWY_TARGET == HWY_AVX3
+#if HWY_TARGET == HWY_AVX3 && BP_BQ_VNNI
       if (UseVnni()) {
         vnni::PanelDots(p, n, x, a.rows, a.dst, a.out, o0);
       } else {
