@@ -193,11 +193,19 @@ void Executor::Plan(const std::map<std::string, Shape>& input_shapes) {
   }
   // Peak memory of a run: the parameters plus every node-output buffer, reused as Run reuses
   // them (a released buffer serves a later output of the same byte size).
-  uint64_t buffers = 0;
+  uint64_t buffers = 0, largest = 0;
+  const ir::Node* largest_node = nullptr;
+  std::string largest_output;
   std::multiset<uint64_t> free_sizes;
   for (size_t step = 0; step < verified_.order.size(); ++step) {
-    for (const std::string& out : graph_.nodes[verified_.order[step]].outputs) {
+    const ir::Node& node = graph_.nodes[verified_.order[step]];
+    for (const std::string& out : node.outputs) {
       const uint64_t bytes = TypeBytes(verified_.types.at(out));
+      if (bytes > largest || largest_node == nullptr) {
+        largest = bytes;
+        largest_node = &node;
+        largest_output = out;
+      }
       const auto it = free_sizes.find(bytes);
       if (it != free_sizes.end()) {
         free_sizes.erase(it);
@@ -210,9 +218,14 @@ void Executor::Plan(const std::map<std::string, Shape>& input_shapes) {
   planned_peak_bytes_ = CheckedAdd(param_bytes_, buffers, GraphWhere(graph_), "planned peak bytes");
   if (options_.device == nullptr) {
     planned_ = false;  // a refused plan is not kept
+    // The largest buffer names the node most likely at fault (e.g. a huge size attribute).
+    const std::string culprit =
+        largest_node == nullptr ? ""
+                                : fmt::format("; the largest is output '{}' of {} node '{}' ({})", largest_output,
+                                              largest_node->op, largest_node->name, FormatBytes(largest));
     CheckAllocation(GraphWhere(graph_), planned_peak_bytes_,
-                    fmt::format("the planned peak (parameters {} + node outputs {})", FormatBytes(param_bytes_),
-                                FormatBytes(buffers)));
+                    fmt::format("the planned peak (parameters {} + node outputs {}{})", FormatBytes(param_bytes_),
+                                FormatBytes(buffers), culprit));
     planned_ = true;
   }
   if (options_.device != nullptr) PlanPlacement();
