@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backplane/catalog/catalog.hpp"
+#include "backplane/catalog/inventory.hpp"
 #include "backplane/runtime/graph_device.hpp"
 
 namespace backplane::conformance {
@@ -41,6 +42,23 @@ std::vector<Cell> RunCpuMatrix(const Options& options = {});
 // device does not run the node; note = reason) or "not_run" (the probe was rejected by the CPU).
 std::vector<Cell> RunDeviceMatrix(runtime::GraphDevice& device, const std::string& target,
                                   const Options& options = {});
+
+// The dispatch audit: every canonical op's device probes in
+// every dtype they accept (plus the dispatch-only probes of paths taken at scale), as one-node graphs through the Executor on the CPU backend behind a
+// runtime::RecordingBackend.
+struct OpDispatch {
+  std::string op;                     // canonical operation ID
+  std::vector<std::string> linked;    // the catalog's Backplane link, "Surface.Method"
+  std::vector<std::string> called;    // every method the runs reached, in catalog order
+  int runs = 0;                       // probe x dtype runs that completed
+  std::vector<std::string> rejected;  // probe runs the CPU refused, with the error
+};
+std::vector<OpDispatch> RunDispatchAudit();
+// The linked methods no run reached.
+std::vector<std::string> UnexercisedLinks(const OpDispatch& row);
+nlohmann::json DispatchAuditToJson(const std::vector<OpDispatch>& audit);
+// op -> called, for the inventory's "Executor calls (recorded)" column.
+catalog::DispatchRecord ToDispatchRecord(const std::vector<OpDispatch>& audit);
 
 // Sizes used for length-parameterised kernels: 0, 1, lanes +- 1 for every vector width, odd sizes
 // and one over 64 KiB of f32.

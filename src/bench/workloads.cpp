@@ -142,6 +142,44 @@ Workload Attention(bool causal) {
           }};
 }
 
+// The two lowerings of attention.gqa (src/runtime/ops/nn_ops.cpp) on [B=1, H=8, S, 64] q and
+// [1, 2, S, 64] k/v, causal: heads merged for one MultiHeadAttention call and split back, or one
+// FlashAttention call per head on the slices in place. They set the lowering's switch-over length.
+Workload AttentionLowering(int64_t seq, int64_t kKv, bool flash) {
+  constexpr int64_t kHeads = 8, kDim = 64;
+  const double flops = 4.0 * kHeads * seq * seq * kDim * 0.5;
+  return {"attention.gqa", "Attention",
+          fmt::format("lowering: {}, 8/{} heads, seq {}, dim 64, causal", flash ? "FlashAttention per head" : "merged MultiHeadAttention", kKv, seq),
+          4.0 * kDim * seq * (2 * kHeads + 2 * kKv), flops, "fma", [seq, kKv, flash](Backend& b) {
+            const int64_t nq = kHeads * seq * kDim, nkv = kKv * seq * kDim;
+            auto q = Random(nq, 1, -1, 1), k = Random(nkv, 2, -1, 1), v = Random(nkv, 3, -1, 1);
+            auto o = std::make_shared<std::vector<float>>(static_cast<size_t>(nq));
+            auto scratch = std::make_shared<std::vector<float>>(static_cast<size_t>(2 * nq + 2 * nkv));
+            return std::function<void()>([&b, seq, kKv, flash, q, k, v, o, scratch] {
+              if (flash) {
+                const FlashAttentionConfig cfg{.Causal = true};
+                for (int64_t h = 0; h < kHeads; ++h) {
+                  const int64_t kv = h / (kHeads / kKv);
+                  b.Attention().FlashAttention(cfg, q->data() + h * seq * kDim, k->data() + kv * seq * kDim,
+                                               v->data() + kv * seq * kDim, o->data() + h * seq * kDim, seq, seq, kDim,
+                                               kDim, DType::Float32);
+                }
+                return;
+              }
+              float* mq = scratch->data();
+              float* mk = mq + kHeads * seq * kDim;
+              float* mv = mk + kKv * seq * kDim;
+              float* mo = mv + kKv * seq * kDim;
+              b.Shape().MergeHeads(q->data(), mq, 1, seq, kHeads, kDim, DType::Float32);
+              b.Shape().MergeHeads(k->data(), mk, 1, seq, kKv, kDim, DType::Float32);
+              b.Shape().MergeHeads(v->data(), mv, 1, seq, kKv, kDim, DType::Float32);
+              const MultiHeadAttentionConfig cfg{.NumHeads = kHeads, .HeadDim = kDim, .Causal = true, .KVHeadCount = kKv};
+              b.Attention().MultiHeadAttention(cfg, mq, mk, mv, mo, seq, seq, DType::Float32);
+              b.Shape().ViewAsHeads(mo, o->data(), 1, seq, kHeads, kDim, DType::Float32);
+            });
+          }};
+}
+
 }  // namespace
 
 std::vector<Workload> Workloads() {
@@ -217,6 +255,11 @@ std::vector<Workload> Workloads() {
                }});
   w.push_back(Attention(false));
   w.push_back(Attention(true));
+  for (int64_t kv : {2, 8}) {
+    for (int64_t seq : {128, 1024, 4096}) {
+      for (bool flash : {false, true}) w.push_back(AttentionLowering(seq, kv, flash));
+    }
+  }
   w.push_back({"convolution.conv2d", "Convolution", "batch 8, 64->64, 56x56, 3x3, pad 1",
                4.0 * (8.0 * 64 * 56 * 56 * 2 + 64 * 64 * 9), 2.0 * 8 * 64 * 64 * 56 * 56 * 9, "fma", [](Backend& b) {
                  auto x = Random(8 * 64 * 56 * 56, 1), wt = Random(64 * 64 * 9, 2, -0.1f, 0.1f), bias = Random(64, 3);

@@ -13,33 +13,10 @@
 #include "backplane/runtime/executor.hpp"
 #include "backplane/tolerance.hpp"
 #include "conformance/device_probes.hpp"
+#include "conformance/probe_graph.hpp"
 
 namespace backplane::conformance {
 namespace {
-
-// The dtypes the device matrix runs, in this order.
-const std::vector<DType>& TestedDTypes() {
-  static const std::vector<DType> d = {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16,
-                                       DType::Float8E4M3, DType::Float8E5M2, DType::Int64, DType::Int32,
-                                       DType::Int16,   DType::Int8,    DType::Int4,     DType::Uint64,
-                                       DType::Uint32,  DType::Uint16,  DType::Uint8,    DType::Bool,
-                                       DType::Complex64, DType::Complex128};
-  return d;
-}
-
-DeviceProbe DefaultProbe(const catalog::OpInfo& op) {
-  DeviceProbe p{.op = op.id};
-  for (const std::string& in : op.inputs) {
-    if (in.ends_with("?")) break;
-    p.inputs.push_back({"T", {4, 6}});
-  }
-  return p;
-}
-
-uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  return h;
-}
 
 // Complex tensors as their interleaved (re, im) parts, a real tensor of twice the elements.
 Tensor RealView(const Tensor& t) {
@@ -47,64 +24,6 @@ Tensor RealView(const Tensor& t) {
   Tensor r(t.dtype() == DType::Complex64 ? DType::Float32 : DType::Float64, {2 * t.numel()});
   std::memcpy(r.data(), t.data(), t.nbytes());
   return r;
-}
-
-Tensor RandomTensor(DType dtype, const Shape& shape, double lo, double hi, uint64_t seed);
-
-Tensor RandomComplex(DType dtype, const Shape& shape, double lo, double hi, uint64_t seed) {
-  Tensor t(dtype, shape);
-  const Tensor parts = RandomTensor(dtype == DType::Complex64 ? DType::Float32 : DType::Float64, {2 * t.numel()}, lo, hi, seed);
-  std::memcpy(t.data(), parts.data(), t.nbytes());
-  return t;
-}
-
-Tensor RandomTensor(DType dtype, const Shape& shape, double lo, double hi, uint64_t seed) {
-  if (IsComplex(dtype)) return RandomComplex(dtype, shape, lo, hi, seed);
-  Tensor t(dtype, shape);
-  uint64_t s = seed | 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    const double u = static_cast<double>(s >> 11) / 9007199254740992.0;
-    double v = lo + (hi - lo) * u;
-    if (dtype == DType::Bool) v = u < 0.5 ? 0.0 : 1.0;
-    if (IsInteger(dtype)) v = std::round(v);
-    t.SetDouble(i, v);
-  }
-  return t;
-}
-
-std::string GraphJson(const DeviceProbe& probe, DType dtype, const std::vector<std::string>& outputs) {
-  std::string inputs, names;
-  for (size_t i = 0; i < probe.inputs.size(); ++i) {
-    const ProbeInput& in = probe.inputs[i];
-    if (in.dtype.empty()) {
-      names += fmt::format("{}\"\"", i ? ", " : "");
-      continue;
-    }
-    const std::string dt = in.dtype == "T" ? std::string(DTypeName(dtype)) : in.dtype;
-    std::string shape;
-    for (size_t k = 0; k < in.shape.size(); ++k) shape += (k ? ", " : "") + std::to_string(in.shape[k]);
-    inputs += fmt::format("{}{{\"name\": \"in{}\", \"dtype\": \"{}\", \"shape\": [{}]}}", inputs.empty() ? "" : ", ", i, dt,
-                          shape);
-    names += fmt::format("{}\"in{}\"", i ? ", " : "", i);
-  }
-  std::string outs;
-  for (size_t i = 0; i < outputs.size(); ++i) outs += fmt::format("{}\"{}\"", i ? ", " : "", outputs[i]);
-  return fmt::format(
-      R"({{"format": "backplane.graph", "version": 1, "name": "probe", "inputs": [{}], "params": {}, "nodes": [{{"op": "{}", "name": "op", "inputs": [{}], "outputs": [{}], "attrs": {}}}], "outputs": [{}]}})",
-      inputs, probe.params, probe.op, names, outs, probe.attrs, outs);
-}
-
-bool Accepts(const catalog::OpInfo& op, const DeviceProbe& probe, DType dtype) {
-  if (!probe.dtypes.empty()) {
-    for (DType d : probe.dtypes) {
-      if (d == dtype) return true;
-    }
-    return false;
-  }
-  return op.dtypes.Contains(dtype);
 }
 
 // Worst error of `got` against `want` in units of the tolerance (> 1 fails); exact for integers.
@@ -137,13 +56,6 @@ double Compare(const Tensor& got_in, const Tensor& want_in, double scale, double
   return worst;
 }
 
-DType ProbeDType(const ProbeInput& in, DType tested) {
-  if (in.dtype == "T") return tested;
-  const std::optional<DType> d = DTypeFromName(in.dtype);
-  if (!d) throw Error(ErrorCode::Internal, "device probes", fmt::format("unknown dtype '{}'", in.dtype));
-  return *d;
-}
-
 std::string MethodOf(const catalog::OpInfo& op) {
   return op.methods.empty() ? "" : catalog::Method(op.methods[0]).QualifiedName();
 }
@@ -151,13 +63,7 @@ std::string MethodOf(const catalog::OpInfo& op) {
 }  // namespace
 
 std::vector<Cell> RunDeviceMatrix(runtime::GraphDevice& device, const std::string& target, const Options& options) {
-  std::map<std::string, std::vector<DeviceProbe>> probes;
-  for (DeviceProbe& p : DeviceProbes()) {
-    const catalog::OpInfo* op = catalog::ResolveOp(p.op);
-    if (op == nullptr) throw Error(ErrorCode::Internal, "device probes", fmt::format("unknown op '{}'", p.op));
-    p.op = op->id;
-    probes[op->id].push_back(std::move(p));
-  }
+  std::map<std::string, std::vector<DeviceProbe>> probes = ProbesByOp(DeviceProbes());
   auto reference = cpu::CreateReferenceBackend();
   const std::string device_name = DeviceName(device.device()).substr(0, DeviceName(device.device()).find(':'));
   std::vector<Cell> cells;
@@ -175,21 +81,14 @@ std::vector<Cell> RunDeviceMatrix(runtime::GraphDevice& device, const std::strin
         const DeviceProbe& probe = mine[pi];
         if (!Accepts(op, probe, dtype)) continue;
         any = true;
-        const runtime::Arity arity = runtime::OpArity(op);
-        const int n_out = probe.outputs > 0 ? probe.outputs : std::max(1, arity.min_outputs);
-        std::vector<std::string> outs;
-        for (int o = 0; o < n_out; ++o) outs.push_back(fmt::format("out{}", o));
+        const std::vector<std::string> outs = ProbeOutputNames(op, probe);
         std::unique_ptr<runtime::Executor> ref_ptr, dev_ptr;
         std::vector<runtime::NodePlacement> placement;
         try {
           const ir::Graph graph = ir::ParseGraph(GraphJson(probe, dtype, outs), "device probe " + op.id);
           ref_ptr = std::make_unique<runtime::Executor>(graph, *reference);
           dev_ptr = std::make_unique<runtime::Executor>(graph, *reference, runtime::ExecutorOptions{.device = &device});
-          std::map<std::string, Shape> shapes;
-          for (size_t i = 0; i < probe.inputs.size(); ++i) {
-            if (!probe.inputs[i].dtype.empty()) shapes[fmt::format("in{}", i)] = probe.inputs[i].shape;
-          }
-          placement = dev_ptr->Placement(shapes);
+          placement = dev_ptr->Placement(ProbeShapes(probe));
         } catch (const Error& e) {
           cell.status = "not_run";
           cell.note = probes.contains(op.id) ? fmt::format("probe rejected: {}", e.what())
@@ -205,13 +104,7 @@ std::vector<Cell> RunDeviceMatrix(runtime::GraphDevice& device, const std::strin
             cell.note = placement.at(0).fallback;
             break;
           }
-          for (size_t i = 0; i < probe.inputs.size(); ++i) {
-            const ProbeInput& in = probe.inputs[i];
-            if (in.dtype.empty()) continue;
-            const DType dt = ProbeDType(in, dtype);
-            const uint64_t seed = Mix(Mix(Mix(std::hash<std::string>{}(op.id), static_cast<uint64_t>(dtype)), pi), i);
-            inputs[fmt::format("in{}", i)] = RandomTensor(dt, in.shape, in.lo, in.hi, seed);
-          }
+          inputs = ProbeInputs(op, probe, pi, dtype);
           for (int run = 0; run < probe.runs && cell.status == "verified"; ++run) {
             std::map<std::string, Tensor> want;
             try {

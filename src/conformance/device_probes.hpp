@@ -36,6 +36,10 @@ struct DeviceProbe {
 // Every probe of every family; several probes per op are allowed (different attributes).
 std::vector<DeviceProbe> DeviceProbes();
 
+// Probes the dispatch audit adds: paths only taken at scale (attention lowered to
+// Attention.FlashAttention on long sequences), too slow for every device run.
+std::vector<DeviceProbe> DispatchProbes();
+
 // Family tables (device_probes_<family>.cpp).
 void AddElementwiseProbes(std::vector<DeviceProbe>& p);
 void AddActivationProbes(std::vector<DeviceProbe>& p);

@@ -3,12 +3,13 @@
 #include <string>
 
 #include "backplane/catalog/inventory.hpp"
+#include "backplane/conformance.hpp"
 #include "commands.hpp"
 
 namespace backplane::cli {
 
 void AddInventoryCommand(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("inventory", "Print the catalog: methods, operation IDs, links");
+  CLI::App* cmd = app.add_subcommand("inventory", "Print the catalog: methods, operation IDs, links (md: with what the executor calls, recorded)");
   auto format = std::make_shared<std::string>("md");
   cmd->add_option("--format", *format, "Output format (summary: the counts only)")
       ->check(CLI::IsMember({"md", "json", "summary"}));
@@ -23,7 +24,8 @@ void AddInventoryCommand(CLI::App& app) {
       const size_t end = md.find("\n## ", begin + 1);
       std::cout << md.substr(begin, end - begin) << "\n";
     } else {
-      std::cout << catalog::InventoryMarkdown(devices);
+      const catalog::DispatchRecord dispatch = conformance::ToDispatchRecord(conformance::RunDispatchAudit());
+      std::cout << catalog::InventoryMarkdown(devices, &dispatch);
     }
   });
 }

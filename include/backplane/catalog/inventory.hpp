@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,13 @@ struct DeviceKernels {
   std::function<bool(MethodId)> implements;
 };
 
+// What the executor called for each canonical op ID ("Surface.Method" names), as recorded by the
+// dispatch audit (conformance::RunDispatchAudit).
+using DispatchRecord = std::map<std::string, std::vector<std::string>>;
+
 nlohmann::json InventoryJson(const std::vector<DeviceKernels>& devices);
-std::string InventoryMarkdown(const std::vector<DeviceKernels>& devices);
+// With `dispatch`, the cross-link and operation tables get the recorded "Executor calls" column.
+std::string InventoryMarkdown(const std::vector<DeviceKernels>& devices, const DispatchRecord* dispatch = nullptr);
 
 // The live devices of this build (the CPU backend today).
 std::vector<DeviceKernels> BuiltDevices();

@@ -731,13 +731,13 @@ void MultiHead(const MultiHeadAttentionConfig& config, const void* q, const void
   if (!HWY_DYNAMIC_DISPATCH(Attend)(p)) reference();
 }
 
-// True when some catalog op runs `id` directly, so that the conformance matrix (which runs the
-// catalog's ops) verifies its fast kernel.
+// True when some catalog op links `id` (directly or as part of a composite link), so that the
+// conformance matrix (which runs the catalog's ops and their linked methods) verifies its fast kernel.
 bool RunByAnOp(catalog::MethodId id) {
   for (const catalog::OpInfo& op : catalog::Ops()) {
-    if (op.alias_of.empty() && op.link == catalog::LinkKind::Direct && op.methods.size() == 1 &&
-        op.methods[0] == id) {
-      return true;
+    if (!op.alias_of.empty()) continue;
+    for (catalog::MethodId m : op.methods) {
+      if (m == id) return true;
     }
   }
   return false;
@@ -749,8 +749,8 @@ void RegisterAttention(KernelTable& t) {
   t.Attention_ScaledDotProductAttention = &SingleHead<false>;
   t.Attention_MultiHeadAttention = &MultiHead;
   // FlashAttention (the same kernel with the reference's tile rule in the exact fallback) is
-  // registered only once an op links it: today Backplane's attention ops run SDPA and MHA, so the
-  // matrix could not verify it and it stays on the reference.
+  // registered only while an op links it (attention.mqa/gqa on long sequences), so that the matrix
+  // verifies it.
   if (RunByAnOp(catalog::MethodId::Attention_FlashAttention))
     t.Attention_FlashAttention = &SingleHead<true>;
 }

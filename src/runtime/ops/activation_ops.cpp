@@ -31,6 +31,22 @@ OpImpl Param1(Param1Method method, std::string attr) {
   return impl;
 }
 
+// The default alpha (0.01) is the seed's fixed-slope Activation.LeakyReLU, which holds 0.01 in the
+// compute type (f64 stays exact); any other alpha is Activation.LeakyReLUSlope's float slope.
+OpImpl LeakyReLU() {
+  OpImpl impl = UnaryOpImpl(nullptr);
+  impl.run = [](OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
+    const double alpha = ctx.attrs.Float("alpha");
+    if (alpha == 0.01) {
+      ctx.backend.Activation().LeakyReLU(out[0].data(), in[0].data(), in[0].numel(), in[0].dtype());
+    } else {
+      ctx.backend.Activation().LeakyReLUSlope(out[0].data(), in[0].data(), in[0].numel(), in[0].dtype(),
+                                              static_cast<float>(alpha));
+    }
+  };
+  return impl;
+}
+
 OpImpl Param2(Param2Method method, std::string attr1, std::string attr2) {
   OpImpl impl = UnaryOpImpl(nullptr);
   impl.run = [method, attr1, attr2](OpContext& ctx, std::span<const Tensor> in,
@@ -136,7 +152,7 @@ void RegisterActivationOps(OpRegistry& r) {
   r.Add("math.exp", Unary(&S::Exp));
   r.Add("math.log", Unary(&S::Log));
   r.Add("math.softmax", RowWise(&S::Softmax));
-  r.Add("activation.leaky_relu", Param1(&S::LeakyReLUSlope, "alpha"));
+  r.Add("activation.leaky_relu", LeakyReLU());
 
   r.Add("activation.log1p", Unary(&S::Log1p));
   r.Add("activation.expm1", Unary(&S::Expm1));

@@ -188,11 +188,43 @@ Tensor MergeHeads(Backend& b, const Tensor& t) {
   return out;
 }
 
-// Heads to the kernel's [S, H*D] rows, one MultiHeadAttention call per batch, and back.
+// Query count from which attention runs head by head on FlashAttention, straight on the
+// [B, H, S, D] slices: no merged copies of q, k, v and the output (at 32 heads x 8192 x 128 in f32,
+// 512 MiB). On this CPU the time is within the noise of the merged call from 1024 queries on and
+// up to 1.5x slower below (bench: `backplane_bench --benchmark_filter=lowering`, docs/performance.md).
+constexpr int64_t kFlashMinQueries = 1024;
+
+// FlashAttention has no window and no ALiBi bias; it takes the plain and causal cases.
+bool UsesFlashAttention(const MultiHeadAttentionConfig& c, int64_t sq) {
+  return c.WindowSize == 0 && c.ALiBiSlope == 0.0f && sq >= kFlashMinQueries;
+}
+
+// One Attention.FlashAttention call per (batch, query head) on the [Sq, D] and [Sk, D] slices;
+// query head hh reads K/V head hh / (H / KV).
+void FlashHeadsRun(OpContext& ctx, const MultiHeadAttentionConfig& mha, std::span<const Tensor> in, Tensor& out) {
+  const int64_t batch = in[0].dim(0), h = in[0].dim(1), sq = in[0].dim(2), d = in[0].dim(3);
+  const int64_t kv = in[1].dim(1), sk = in[1].dim(2), group = h / kv;
+  const FlashAttentionConfig config{.Causal = mha.Causal};
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t hh = 0; hh < h; ++hh) {
+      const int64_t kv_offset = (b * kv + hh / group) * sk * d;
+      ctx.backend.Attention().FlashAttention(config, At(in[0], (b * h + hh) * sq * d), At(in[1], kv_offset),
+                                             At(in[2], kv_offset), At(out, (b * h + hh) * sq * d), sq, sk, d, d,
+                                             in[0].dtype());
+    }
+  }
+}
+
+// Short sequences: heads to the kernel's [S, H*D] rows, one MultiHeadAttention call per batch
+// (parallel over heads), and back. Long ones: FlashHeadsRun.
 void HeadsRun(HeadsKind kind, OpContext& ctx, std::span<const Tensor> in, std::span<Tensor> out) {
   const int64_t batch = in[0].dim(0), h = in[0].dim(1), sq = in[0].dim(2), d = in[0].dim(3);
   const int64_t kv = in[1].dim(1), sk = in[1].dim(2);
   const MultiHeadAttentionConfig config = HeadsConfig(kind, ctx.attrs, h, kv, d);
+  if (UsesFlashAttention(config, sq)) {
+    FlashHeadsRun(ctx, config, in, out[0]);
+    return;
+  }
   const Tensor q = MergeHeads(ctx.backend, in[0]);
   const Tensor k = MergeHeads(ctx.backend, in[1]);
   const Tensor v = MergeHeads(ctx.backend, in[2]);
