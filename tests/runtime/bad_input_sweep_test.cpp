@@ -38,6 +38,7 @@
 #include "backplane/runtime/op_registry.hpp"
 #include "backplane/tolerance.hpp"
 #include "conformance/device_probes.hpp"
+#include "conformance/probe_graph.hpp"
 #include "support/cli.hpp"
 
 namespace backplane {
@@ -177,24 +178,7 @@ std::string Label(const Case& c) { return fmt::format("{} [{}: {}]", c.op->id, K
 
 uint64_t Mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2)); }
 
-Tensor RandomTensor(DType dtype, const Shape& shape, double lo, double hi, uint64_t seed) {
-  Tensor t(dtype, shape);
-  const bool complex = IsComplex(dtype);
-  Tensor parts = complex ? Tensor(dtype == DType::Complex64 ? DType::Float32 : DType::Float64, {2 * t.numel()}) : t;
-  uint64_t s = seed | 1;
-  for (int64_t i = 0; i < parts.numel(); ++i) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    const double u = static_cast<double>(s >> 11) / 9007199254740992.0;
-    double v = lo + (hi - lo) * u;
-    if (dtype == DType::Bool) v = u < 0.5 ? 0.0 : 1.0;
-    if (IsInteger(dtype)) v = std::round(v);
-    parts.SetDouble(i, v);
-  }
-  if (complex) std::memcpy(t.data(), parts.data(), t.nbytes());
-  return t;
-}
+using conformance::RandomTensor;
 
 std::map<std::string, Tensor> Inputs(const Case& c) {
   std::map<std::string, Tensor> in;
