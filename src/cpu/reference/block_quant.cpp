@@ -353,6 +353,7 @@ void MatmulT(void* dst, const void* x, const void* weights, int64_t rows, int64_
   if (layout.elements > kMaxBlockElements) {
     throw Error(ErrorCode::Internal, kMatmulT, "block larger than QK_K");
   }
+  if (dstCount == 0) return;  // no rows or no outputs: the weights are not read
 
   const auto* xs = static_cast<const float*>(x);
   const auto* w = static_cast<const uint8_t*>(weights);
