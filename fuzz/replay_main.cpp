@@ -2,7 +2,7 @@
 // LLVMFuzzerTestOneInput on every file of the given corpus folders, then on a fixed number of
 // mutants of them (bit flips, byte overwrites with boundary values, truncations, duplicated and
 // inserted chunks), from a fixed seed, so a run is reproducible. A finding aborts, as under
-// libFuzzer; the mutant that did it is written to the current folder first.
+// libFuzzer; the input that did it is left in the current folder as <program>-last-input.
 //   fuzz_replay_<target> [--runs N] [--seed S] DIR...
 #include <algorithm>
 #include <cstdint>
@@ -78,15 +78,18 @@ Bytes ReadAll(const std::filesystem::path& p) {
   return Bytes(std::istreambuf_iterator<char>(f), {});
 }
 
-// Written before each run, so that an abort leaves the input behind.
+std::string kept = "fuzz-replay-last-input";
+
+// Written before each run, so that an abort leaves the input behind (<program>-last-input).
 void Keep(const Bytes& b) {
-  std::ofstream f("fuzz-replay-last-input", std::ios::binary | std::ios::trunc);
+  std::ofstream f(kept, std::ios::binary | std::ios::trunc);
   f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  kept = std::filesystem::path(argv[0]).filename().string() + "-last-input";
   long runs = 2000;
   uint64_t seed = 1;
   std::vector<Bytes> corpus;
@@ -122,7 +125,7 @@ int main(int argc, char** argv) {
     Keep(m);
     LLVMFuzzerTestOneInput(m.data(), m.size());
   }
-  std::remove("fuzz-replay-last-input");
+  std::remove(kept.c_str());
   std::printf("fuzz-replay: %zu corpus files and %ld mutants, no finding\n", corpus.size(), runs);
   return 0;
 }

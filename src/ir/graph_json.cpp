@@ -265,7 +265,10 @@ json AttrToJson(const AttrValue& v) {
 
 }  // namespace
 
-std::string AttrToString(const AttrValue& value) { return AttrToJson(value).dump(); }
+// For messages: bytes that are not UTF-8 print as U+FFFD instead of throwing.
+std::string AttrToString(const AttrValue& value) {
+  return AttrToJson(value).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 Graph ParseGraph(const std::string& json_text, const std::string& origin) {
   json root;
@@ -323,7 +326,12 @@ std::string WriteGraph(const Graph& graph) {
     root["nodes"].push_back(node);
   }
   root["outputs"] = graph.outputs;
-  return root.dump(2) + "\n";
+  try {
+    return root.dump(2) + "\n";
+  } catch (const json::type_error&) {
+    throw Error(ErrorCode::InvalidArgument, "ir::WriteGraph",
+                fmt::format("graph '{}': names and string attributes must be valid UTF-8", graph.name));
+  }
 }
 
 }  // namespace backplane::ir

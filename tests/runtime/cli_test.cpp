@@ -54,6 +54,12 @@ TEST_F(CliTest, RunsOneOperationOnNpyFiles) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.output.find("alpha"), std::string::npos) << bad.output;
   EXPECT_FALSE(std::filesystem::exists(Path("z.npy")));
+  // A string attribute that is not UTF-8 (found by the attr_text fuzz replay): a named error.
+  const CommandResult bytes = Cli(fmt::format("op quant.block_dequantize --attr \"format=$(printf 'Q\\276\\377')\" --in {} --out {}",
+                                              Path("x.npy"), Path("z.npy")));
+  EXPECT_EQ(bytes.exit_code, 1) << bytes.output;
+  EXPECT_NE(bytes.output.find("argument '--attr format' must be UTF-8 text"), std::string::npos) << bytes.output;
+  EXPECT_FALSE(std::filesystem::exists(Path("z.npy")));
 }
 
 TEST_F(CliTest, OptimizerStateTravelsThroughFiles) {

@@ -1,6 +1,7 @@
 #include "cli_util.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <sstream>
@@ -89,7 +90,14 @@ ir::AttrValue ParseAttrText(const catalog::AttrSpec& spec, const std::string& te
       if (text == "true" || text == "1") return true;
       if (text == "false" || text == "0") return false;
       ThrowInvalidArgument("backplane op", "--attr " + spec.name, "true or false", "'" + text + "'");
-    case catalog::AttrType::String: return text;
+    case catalog::AttrType::String:
+      // Graph attributes are JSON strings: UTF-8 only (nlohmann's dump validates it).
+      try {
+        (void)nlohmann::json(text).dump();
+      } catch (const nlohmann::json::type_error&) {
+        ThrowInvalidArgument("backplane op", "--attr " + spec.name, "UTF-8 text", "bytes that are not valid UTF-8");
+      }
+      return text;
     case catalog::AttrType::IntList: {
       std::vector<int64_t> v;
       for (const std::string& item : ListItems(text)) v.push_back(ParseInt(spec.name, item));
