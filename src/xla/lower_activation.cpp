@@ -330,7 +330,11 @@ void RegisterActivationLowerings(LoweringTable& t) {
       return [slope](Builder& b, const Value& x) { return LeakyRelu(b, x, slope); };
     });
   };
-  t.Add("activation.leaky_relu", leaky("alpha"));
+  // As the CPU lowering: the default alpha 0.01 is the fixed-slope kernel, exact in the compute type.
+  t.Add("activation.leaky_relu", MapWith([](const LowerContext& ctx) -> Elem {
+          const double slope = ctx.attrs().Float("alpha") == 0.01 ? 0.01 : CheckedParam(ctx, "alpha");
+          return [slope](Builder& b, const Value& x) { return LeakyRelu(b, x, slope); };
+        }));
   t.Add("activation.leaky_relu_slope", leaky("slope"));
   t.Add("activation.prelu", leaky("slope"));
   t.Add("activation.elu_alpha", MapWith([](const LowerContext& ctx) -> Elem {
