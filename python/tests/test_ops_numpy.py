@@ -68,7 +68,8 @@ def gelu_tanh(x):
 # A domain is (low, high) for uniform inputs, or "halves" for multiples of 0.5 (rounding ties).
 UNARY = [
     ("activation.relu", lambda x: np.maximum(x, 0), (-3, 3), {}),
-    ("activation.leaky_relu", lambda x: t64(F.leaky_relu)(x, negative_slope=f32(0.01)), (-3, 3), {}),
+    # The default alpha runs the fixed-slope kernel (0.01 exact, as torch's default); others are f32.
+    ("activation.leaky_relu", lambda x: t64(F.leaky_relu)(x, negative_slope=0.01), (-3, 3), {}),
     ("activation.leaky_relu", lambda x: t64(F.leaky_relu)(x, negative_slope=f32(0.2)), (-3, 3), {"alpha": 0.2}),
     ("activation.gelu", gelu, (-4, 4), {}),
     ("activation.tanh", np.tanh, (-3, 3), {}),
