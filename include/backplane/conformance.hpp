@@ -56,7 +56,6 @@ struct OpDispatch {
 std::vector<OpDispatch> RunDispatchAudit();
 // The linked methods no run reached.
 std::vector<std::string> UnexercisedLinks(const OpDispatch& row);
-nlohmann::json DispatchAuditToJson(const std::vector<OpDispatch>& audit);
 // op -> called, for the inventory's "Executor calls (recorded)" column.
 catalog::DispatchRecord ToDispatchRecord(const std::vector<OpDispatch>& audit);
 

@@ -73,7 +73,7 @@ std::vector<Cell> RunDeviceMatrix(runtime::GraphDevice& device, const std::strin
     ++canonical_index;
     if (options.shards > 1 && canonical_index % options.shards != options.shard) continue;
     if (!options.only_op.empty() && catalog::ResolveOp(options.only_op) != &op) continue;
-    std::vector<DeviceProbe> mine = probes.contains(op.id) ? probes[op.id] : std::vector<DeviceProbe>{DefaultProbe(op)};
+    std::vector<DeviceProbe> mine = ProbesOf(probes, op);
     for (DType dtype : TestedDTypes()) {
       bool any = false;
       Cell cell{op.id, MethodOf(op), device_name, target, std::string(DTypeName(dtype)), "verified", 0.0, ""};

@@ -29,8 +29,7 @@ std::vector<OpDispatch> RunDispatchAudit() {
     OpDispatch row;
     row.op = op.id;
     for (catalog::MethodId id : op.methods) row.linked.push_back(catalog::Method(id).QualifiedName());
-    const std::vector<DeviceProbe> mine =
-        probes.contains(op.id) ? probes[op.id] : std::vector<DeviceProbe>{DefaultProbe(op)};
+    const std::vector<DeviceProbe> mine = ProbesOf(probes, op);
     std::set<catalog::MethodId> called;
     for (size_t pi = 0; pi < mine.size(); ++pi) {
       const DeviceProbe& probe = mine[pi];
@@ -63,15 +62,6 @@ std::vector<std::string> UnexercisedLinks(const OpDispatch& row) {
     if (std::find(row.called.begin(), row.called.end(), m) == row.called.end()) missing.push_back(m);
   }
   return missing;
-}
-
-nlohmann::json DispatchAuditToJson(const std::vector<OpDispatch>& audit) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const OpDispatch& row : audit) {
-    j.push_back({{"op", row.op}, {"linked", row.linked}, {"called", row.called}, {"runs", row.runs},
-                 {"rejected", row.rejected}});
-  }
-  return j;
 }
 
 catalog::DispatchRecord ToDispatchRecord(const std::vector<OpDispatch>& audit) {

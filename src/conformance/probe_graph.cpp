@@ -111,6 +111,12 @@ std::map<std::string, std::vector<DeviceProbe>> ProbesByOp(std::vector<DevicePro
   return by_op;
 }
 
+std::vector<DeviceProbe> ProbesOf(const std::map<std::string, std::vector<DeviceProbe>>& by_op,
+                                  const catalog::OpInfo& op) {
+  const auto it = by_op.find(op.id);
+  return it != by_op.end() ? it->second : std::vector<DeviceProbe>{DefaultProbe(op)};
+}
+
 std::vector<std::string> ProbeOutputNames(const catalog::OpInfo& op, const DeviceProbe& probe) {
   const runtime::Arity arity = runtime::OpArity(op);
   const int n_out = probe.outputs > 0 ? probe.outputs : std::max(1, arity.min_outputs);

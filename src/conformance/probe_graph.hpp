@@ -19,6 +19,9 @@ const std::vector<DType>& TestedDTypes();
 DeviceProbe DefaultProbe(const catalog::OpInfo& op);
 // Probes keyed by canonical op ID (aliases resolved); throws on an unknown op.
 std::map<std::string, std::vector<DeviceProbe>> ProbesByOp(std::vector<DeviceProbe> probes);
+// The op's probes, or its default one when it has none.
+std::vector<DeviceProbe> ProbesOf(const std::map<std::string, std::vector<DeviceProbe>>& by_op,
+                                  const catalog::OpInfo& op);
 // Whether the probe runs in `dtype` (its own dtype list, else the op's).
 bool Accepts(const catalog::OpInfo& op, const DeviceProbe& probe, DType dtype);
 // The one-node graph of the probe in `dtype`: inputs in0.., outputs as named.
