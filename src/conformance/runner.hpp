@@ -152,6 +152,11 @@ void CheckGuard(const std::vector<uint8_t>& out, size_t used, const std::string&
 // The two storages must agree byte for byte, guard bytes included (bit-exact kernels).
 void CompareBytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, const std::string& where,
                   Measure& m);
+// As CompareBytes, except that for f32/f64 any NaN matches any NaN: the sign and payload of a NaN
+// that arithmetic produces depend on the operand order the compiler picked (x86 returns the first
+// operand's NaN), not on the kernel.
+void CompareBytesAnyNaN(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype,
+                        const std::string& where, Measure& m);
 
 // Scalar results of f32/f16/bf16 inputs are accumulated in f64 and rounded to f32: the f32 bound;
 // f64 and int8 inputs use their own.

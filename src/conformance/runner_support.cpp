@@ -282,6 +282,37 @@ void CompareBytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& w
   Fail(m, fmt::format("{}: byte {} differs (got {:#04x}, want {:#04x})", where, i, got[i], want[i]));
 }
 
+namespace {
+template <class F>
+size_t FirstMismatchAnyNaN(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
+  for (size_t i = 0; i + sizeof(F) <= got.size(); i += sizeof(F)) {
+    if (std::memcmp(got.data() + i, want.data() + i, sizeof(F)) == 0) continue;
+    F g, w;
+    std::memcpy(&g, got.data() + i, sizeof(F));
+    std::memcpy(&w, want.data() + i, sizeof(F));
+    if (std::isnan(g) && std::isnan(w)) continue;
+    return i;
+  }
+  for (size_t i = got.size() - got.size() % sizeof(F); i < got.size(); ++i) {
+    if (got[i] != want[i]) return i;
+  }
+  return got.size();
+}
+}  // namespace
+
+void CompareBytesAnyNaN(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want, DType dtype,
+                        const std::string& where, Measure& m) {
+  if (got == want) return;
+  if (got.size() != want.size() || (dtype != DType::Float32 && dtype != DType::Float64)) {
+    return CompareBytes(got, want, where, m);
+  }
+  const size_t i = dtype == DType::Float32 ? FirstMismatchAnyNaN<float>(got, want)
+                                           : FirstMismatchAnyNaN<double>(got, want);
+  if (i == got.size()) return;
+  m.max_error = INFINITY;
+  Fail(m, fmt::format("{}: bytes from {} differ (got {:#04x}, want {:#04x})", where, i, got[i], want[i]));
+}
+
 Tolerance ScalarTolerance(DType dtype) {
   return dtype == DType::Float64 || dtype == DType::Int8 ? DefaultTolerance(dtype) : DefaultTolerance(DType::Float32);
 }

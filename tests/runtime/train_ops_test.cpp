@@ -120,7 +120,7 @@ ir::Graph TrainingGraph(const std::string& op, const json& w, const json& attrs)
   json p = TypeOf(w);
   p["name"] = "w";
   g["inputs"] = {a, t};
-  g["params"] = {p};
+  g["params"] = json::array({p});  // a braced single json is copied, not wrapped, by clang
   g["nodes"] = json::array({
       {{"op", "math.mul"}, {"inputs", {"w", "a"}}, {"outputs", {"u"}}},
       {{"op", "train.loss.mse"}, {"inputs", {"u", "t"}}, {"outputs", {"loss"}}},

@@ -113,14 +113,12 @@ void GradTyped(const P* p, const P* t, P* out, size_t n, double scale) {
   const size_t lanes = hn::Lanes(d);
   const auto s = hn::Set(d, scale);
   size_t i = 0;
-  // HWY_SCALAR's DemoteTo clamps out-of-range values to +-FLT_MAX; there the cast below does it.
-  constexpr bool kVector = sizeof(P) == 8 || HWY_TARGET != HWY_SCALAR;
-  for (; kVector && i + lanes <= n; i += lanes) {
+  for (; i + lanes <= n; i += lanes) {
     if constexpr (sizeof(P) == 8) {
       hn::StoreU(hn::Mul(GradLanes<op>(d, hn::LoadU(d, p + i), hn::LoadU(d, t + i)), s), d, out + i);
     } else {
       const auto g = GradLanes<op>(d, hn::PromoteTo(d, hn::LoadU(dp, p + i)), hn::PromoteTo(d, hn::LoadU(dp, t + i)));
-      hn::StoreU(hn::DemoteTo(dp, hn::Mul(g, s)), dp, out + i);
+      hn::StoreU(DemoteF32(dp, hn::Mul(g, s)), dp, out + i);
     }
   }
   for (; i < n; ++i) {

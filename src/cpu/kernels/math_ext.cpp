@@ -113,12 +113,11 @@ void ScaleTyped(const T* x, T* y, size_t n, double root) {
   const size_t lanes = hn::Lanes(dd);
   const auto r = hn::Set(dd, root);
   size_t i = 0;
-  // HWY_SCALAR's f64 -> f32 DemoteTo saturates +-Inf to +-FLT_MAX: that target uses the plain loop.
-  for (; HWY_TARGET != HWY_SCALAR && i + lanes <= n; i += lanes) {
+  for (; i + lanes <= n; i += lanes) {
     if constexpr (sizeof(T) == 8) {
       hn::StoreU(hn::Div(hn::LoadU(dd, x + i), r), dd, y + i);
     } else {
-      hn::StoreU(hn::DemoteTo(dt, hn::Div(hn::PromoteTo(dd, hn::LoadU(dt, x + i)), r)), dt, y + i);
+      hn::StoreU(simd::HWY_NAMESPACE::DemoteF32(dt, hn::Div(hn::PromoteTo(dd, hn::LoadU(dt, x + i)), r)), dt, y + i);
     }
   }
   for (; i < n; ++i) y[i] = static_cast<T>(static_cast<double>(x[i]) / root);

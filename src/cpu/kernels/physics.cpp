@@ -626,12 +626,8 @@ HWY_INLINE void Store64(D d, hn::Vec<D> v, double* p) {
 }
 template <class D>
 HWY_INLINE void Store64(D d, hn::Vec<D> v, float* p) {
-#if HWY_TARGET == HWY_SCALAR
-  *p = static_cast<float>(hn::GetLane(v));  // Highway's scalar DemoteTo clamps +-Inf to +-FLT_MAX
-#else
   const hn::Rebind<float, D> df;
-  hn::StoreU(hn::DemoteTo(df, v), df, p);
-#endif
+  hn::StoreU(DemoteF32(df, v), df, p);
 }
 
 bool FftF64(const double* xr, const double* xi, double* yr, double* yi, int64_t n, bool inverse) {

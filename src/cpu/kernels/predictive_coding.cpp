@@ -74,14 +74,13 @@ void EpilogueTyped(const T* s, const T* g, T* out, size_t n, double lr) {
   const size_t lanes = hn::Lanes(dd);
   const auto rate = hn::Set(dd, lr);
   size_t i = 0;
-  // HWY_SCALAR's f64 -> f32 DemoteTo saturates +-Inf: that target takes the scalar loop.
-  for (; HWY_TARGET != HWY_SCALAR && i + lanes <= n; i += lanes) {
+  for (; i + lanes <= n; i += lanes) {
     if constexpr (sizeof(T) == 8) {
       hn::StoreU(hn::Add(hn::LoadU(dd, s + i), hn::Mul(rate, hn::LoadU(dd, g + i))), dd, out + i);
     } else {
       const auto v = hn::Add(hn::PromoteTo(dd, hn::LoadU(dt, s + i)),
                              hn::Mul(rate, hn::PromoteTo(dd, hn::LoadU(dt, g + i))));
-      hn::StoreU(hn::DemoteTo(dt, v), dt, out + i);
+      hn::StoreU(simd::HWY_NAMESPACE::DemoteF32(dt, v), dt, out + i);
     }
   }
   for (; i < n; ++i)
@@ -109,13 +108,13 @@ void RankOneRowsTyped(const T* w, const T* e, const T* s, T* out, size_t r0, siz
     const T* wr = w + o * cols;
     T* orow = out + o * cols;
     size_t i = 0;
-    for (; HWY_TARGET != HWY_SCALAR && i + lanes <= cols; i += lanes) {
+    for (; i + lanes <= cols; i += lanes) {
       if constexpr (sizeof(T) == 8) {
         hn::StoreU(hn::Add(hn::LoadU(dd, wr + i), hn::Mul(st, hn::LoadU(dd, s + i))), dd, orow + i);
       } else {
         const auto v = hn::Add(hn::PromoteTo(dd, hn::LoadU(dt, wr + i)),
                                hn::Mul(st, hn::PromoteTo(dd, hn::LoadU(dt, s + i))));
-        hn::StoreU(hn::DemoteTo(dt, v), dt, orow + i);
+        hn::StoreU(simd::HWY_NAMESPACE::DemoteF32(dt, v), dt, orow + i);
       }
     }
     for (; i < cols; ++i)
