@@ -37,9 +37,10 @@ SAN_ENV := BACKPLANE_TEST_SIZE=lean \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # -O1 -g1 and no SSSE3/SSE4 kernels (6144 = HWY_SSSE3 | HWY_SSE4; the plain conformance matrix
 # covers them) shorten the cold build; scalar, AVX2 and AVX-512 kernels remain.
-# make asan-ci (what .ci/run calls) also drops AVX2 (6656 = 6144 | HWY_AVX2): the emulated 128-bit
-# and the AVX-512 kernels remain, and the test sources compile at -O0, which keeps the cold build
-# and the suite inside CI's budget.
+# make asan-ci (what .ci/run calls) and make tsan also drop AVX2 (SAN_LEAN_TARGETS: 6656 = 6144 |
+# HWY_AVX2): the emulated 128-bit and the AVX-512 kernels remain. asan-ci also compiles the test
+# sources at -O0, which keeps the cold build and the suite inside CI's budget.
+SAN_LEAN_TARGETS := 6656
 ASAN_DISABLED_TARGETS ?= 6144
 ASAN_TEST_CXX_FLAGS ?=
 ASAN_TESTS := core_tests catalog_tests cpu_reference_tests conformance_tests llm_tests encoder_tests \
@@ -53,12 +54,12 @@ asan: deps
 	$(SAN_ENV) ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) $(ASAN_CTEST_ARGS)
 
 asan-ci:
-	@$(MAKE) --no-print-directory asan ASAN_BUILD=build-asan-ci ASAN_DISABLED_TARGETS=6656 \
+	@$(MAKE) --no-print-directory asan ASAN_BUILD=build-asan-ci ASAN_DISABLED_TARGETS=$(SAN_LEAN_TARGETS) \
 	    ASAN_TEST_CXX_FLAGS=-O0
 
 tsan: deps
 	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS=-DHWY_DISABLED_TARGETS=6656" \
+	    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS=-DHWY_DISABLED_TARGETS=$(SAN_LEAN_TARGETS)" \
 	    -DBACKPLANE_SANITIZE=thread -DBACKPLANE_XLA=OFF > /dev/null
 	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target core_tests runtime_tests conformance_tests
 	scripts/tsan.sh $(TSAN_BUILD)
