@@ -259,7 +259,7 @@ std::map<std::string, Tensor> ReadSafetensors(const std::string& path) {
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes.substr(8, header_len));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     Fail(path, fmt::format("malformed .safetensors header: {}", e.what()));
   }
   if (!header.is_object()) Fail(path, "malformed .safetensors header: not an object");

@@ -274,7 +274,7 @@ Graph ParseGraph(const std::string& json_text, const std::string& origin) {
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number that overflows
     throw Error(ErrorCode::InvalidArgument, origin, fmt::format("malformed JSON: {}", e.what()));
   }
   return Reader(origin).Parse(root);

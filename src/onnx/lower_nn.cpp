@@ -48,6 +48,9 @@ struct Window {
 Window ResolveWindow(Context& ctx, const Value& x, std::vector<int64_t> kernel, bool allow_dilation,
                      bool allow_asymmetric = false) {
   const size_t s = kernel.size();
+  if (x.rank() != static_cast<int64_t>(s) + 2) {
+    ctx.Invalid(fmt::format("input rank {} does not match a {}-D kernel (expected rank {})", x.rank(), s, s + 2));
+  }
   Window w;
   w.kernel = kernel;
   w.strides = ctx.AttrInts("strides").value_or(std::vector<int64_t>(s, 1));
@@ -64,12 +67,14 @@ Window ResolveWindow(Context& ctx, const Value& x, std::vector<int64_t> kernel, 
   if (auto_pad == "NOTSET") {
     const std::vector<int64_t> pads = ctx.AttrInts("pads").value_or(std::vector<int64_t>(2 * s, 0));
     if (pads.size() != 2 * s) ctx.Invalid(fmt::format("attribute 'pads' must have {} entries, got {}", 2 * s, List(pads)));
+    for (const int64_t p : pads) {
+      if (p < 0) ctx.Invalid(fmt::format("attribute 'pads' must be non-negative, got {}", List(pads)));
+    }
     for (size_t i = 0; i < s; ++i) {
       begin[i] = pads[i];
       end[i] = pads[i + s];
     }
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    if (x.rank() != static_cast<int64_t>(s) + 2) ctx.Invalid("input rank does not match the kernel");
     for (size_t i = 0; i < s; ++i) {
       const ir::Dim& dim = x.dims[i + 2];
       if (!dim.symbol.empty()) ctx.Unsupported("auto_pad SAME needs static spatial dimensions");
