@@ -28,7 +28,7 @@ for t in $targets; do
       -artifact_prefix="$artifacts/$t-" > "$logs/$t.log" 2>&1; then
     elapsed=$(( $(date +%s) - start ))
     execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$logs/$t.log" | awk '{print $2}')
-    rss=$(grep -o 'stat::peak_rss_mb: [0-9]*' "$logs/$t.log" | awk '{print $2}')
+    rss=$(grep -o 'stat::peak_rss_mb: *[0-9]*' "$logs/$t.log" | awk '{print $2}')
     echo "fuzz-long: $t ok: $execs executions, $elapsed s, $(( execs / (elapsed > 0 ? elapsed : 1) )) exec/s, $(ls "$corpus" | wc -l) new corpus entries, peak RSS $rss MB"
   else
     echo "fuzz-long: $t FAILED after $(( $(date +%s) - start )) s; log tail:" >&2

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "backplane/atomic_file.hpp"
 #include "backplane/convert.hpp"
@@ -82,11 +81,32 @@ int64_t ElementCount(const Shape& shape, const std::string& path, const std::str
   return n;
 }
 
+// The value of `key` in the header dict: a quoted string, True, False or a parenthesised tuple,
+// scanned by hand (std::regex is slow and recurses once per matched character).
 std::string HeaderValue(const std::string& header, const std::string& key, const std::string& path) {
-  const std::regex re("['\"]" + key + "['\"]\\s*:\\s*('[^']*'|\"[^\"]*\"|True|False|\\([^)]*\\))");
-  std::smatch m;
-  if (!std::regex_search(header, m, re)) Fail(path, fmt::format("npy header lacks '{}'", key));
-  return m[1].str();
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  for (size_t at = header.find(key); at != std::string::npos; at = header.find(key, at + 1)) {
+    const size_t after = at + key.size();
+    if (at == 0 || after >= header.size()) continue;
+    const char open = header[at - 1], close = header[after];
+    if ((open != '\'' && open != '"') || (close != '\'' && close != '"')) continue;
+    size_t pos = after + 1;
+    while (pos < header.size() && is_space(header[pos])) ++pos;
+    if (pos >= header.size() || header[pos] != ':') continue;
+    ++pos;
+    while (pos < header.size() && is_space(header[pos])) ++pos;
+    if (pos >= header.size()) continue;
+    const char first = header[pos];
+    if (first == '\'' || first == '"' || first == '(') {
+      const size_t end = header.find(first == '(' ? ')' : first, pos + 1);
+      if (end != std::string::npos) return header.substr(pos, end - pos + 1);
+    } else {
+      for (const char* word : {"True", "False"}) {
+        if (header.compare(pos, std::strlen(word), word) == 0) return word;
+      }
+    }
+  }
+  Fail(path, fmt::format("npy header lacks '{}'", key));
 }
 
 // The shape tuple exactly as Python writes it: "()", "(5,)", "(2, 3)" (a trailing comma is

@@ -153,6 +153,24 @@ TEST(NpyLimits, RefusesHostileShapes) {
   }
 }
 
+TEST(NpyLimits, ScansHeaderValuesWithoutRecursion) {
+  // A 60000-character dtype string (std::regex, used before, recursed once per character).
+  const std::string long_descr = WriteBytes(
+      "long.npy", NpyBytes("{'descr': '" + std::string(60000, 'x') + "', 'fortran_order': False, 'shape': (1,), }", ""));
+  EXPECT_TRUE(test::ThrowsError([&] { io::ReadNpy(long_descr); }, ErrorCode::InvalidArgument,
+                                {long_descr, "unsupported .npy dtype 'xxxx"}));
+  std::filesystem::remove(long_descr);
+  const std::string no_shape = WriteBytes("noshape.npy", NpyBytes("{'descr': '<f4', 'fortran_order': False, 'shape' 4}", ""));
+  EXPECT_TRUE(test::ThrowsError([&] { io::ReadNpy(no_shape); }, ErrorCode::InvalidArgument,
+                                {no_shape, "npy header lacks 'shape'"}));
+  std::filesystem::remove(no_shape);
+  // Double quotes and spacing as other writers emit them.
+  const std::string spaced = WriteBytes(
+      "spaced.npy", NpyBytes("{\"descr\" : \"<f4\", \"fortran_order\" :  False, \"shape\":(2,)}", std::string(8, '\0')));
+  EXPECT_EQ(io::ReadNpy(spaced).shape(), (Shape{2}));
+  std::filesystem::remove(spaced);
+}
+
 TEST(NpyLimits, FileLargerThanTheCeilingIsNotRead) {
   const std::string path = WriteBytes("big.npy", NpyWithShape("(1024,)", std::string(4096, '\0')));
   const Ceiling c(1024);
@@ -186,6 +204,12 @@ TEST(SafetensorsLimits, RefusesHostileHeaders) {
     const std::string path = WriteBytes("bad.safetensors", SafetensorsBytes(c.header, std::string(16, '\0')));
     EXPECT_TRUE(test::ThrowsError([&] { io::ReadSafetensors(path); }, ErrorCode::InvalidArgument,
                                   {path, "tensor 't'", c.fragment}));
+    std::filesystem::remove(path);
+  }
+  {  // A number beyond a double's range (found by fuzz_safetensors).
+    const std::string path = WriteBytes("huge.safetensors", SafetensorsBytes(R"({"t": 1e999})", ""));
+    EXPECT_TRUE(test::ThrowsError([&] { io::ReadSafetensors(path); }, ErrorCode::InvalidArgument,
+                                  {path, "malformed .safetensors header", "number overflow"}));
     std::filesystem::remove(path);
   }
   // A header length beyond the file.

@@ -100,5 +100,28 @@ TEST(OnnxSpatial, RefusalsNameTheNodeAndAttribute) {
   }
 }
 
+// Found by fuzz_onnx: a Conv whose input rank is below the kernel's read past the input shape.
+TEST(OnnxSpatial, ConvRefusesAnInputRankThatDoesNotMatchTheKernelAndNegativePads) {
+  {
+    ModelBuilder b(13);
+    b.Input("x", std::initializer_list<int64_t>{1, 5});
+    b.Input("w", std::initializer_list<int64_t>{1, 1, 3, 3});
+    AttrInts(b.Node("Conv", {"x", "w"}, {"y"}), "pads", {2, 1, 1, 1});
+    b.Output("y");
+    const std::string msg = ErrorOf([&] { ImportOnnx(b.Save("conv_rank2.onnx")); });
+    EXPECT_NE(msg.find("Conv"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("input rank 2 does not match a 2-D kernel (expected rank 4)"), std::string::npos) << msg;
+  }
+  {
+    ModelBuilder b(13);
+    b.Input("x", std::initializer_list<int64_t>{1, 1, 5, 5});
+    b.Input("w", std::initializer_list<int64_t>{1, 1, 3, 3});
+    AttrInts(b.Node("Conv", {"x", "w"}, {"y"}), "pads", {1, -1, 1, 1});
+    b.Output("y");
+    const std::string msg = ErrorOf([&] { ImportOnnx(b.Save("conv_negative_pads.onnx")); });
+    EXPECT_NE(msg.find("attribute 'pads' must be non-negative, got [1, -1, 1, 1]"), std::string::npos) << msg;
+  }
+}
+
 }  // namespace
 }  // namespace backplane::onnx

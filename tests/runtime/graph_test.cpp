@@ -46,6 +46,8 @@ TEST(GraphReader, LocatesEveryError) {
   };
   const std::vector<Case> cases = {
       {"{not json", {"malformed JSON"}},
+      {Doc(R"([{"op": "activation.leaky_relu", "inputs": ["x"], "outputs": ["y"], "attrs": {"alpha": 1e999}}])"),
+       {"malformed JSON", "number overflow"}},  // found by fuzz_graph_json
       {R"({"format": "backplane.graph", "version": 2, "nodes": [], "outputs": []})", {"$.version", "unsupported version 2"}},
       {R"({"format": "onnx", "version": 1, "nodes": [], "outputs": []})", {"$.format"}},
       {Doc("[]", R"(, "extra": 1)"), {"$.extra", "unknown field"}},
