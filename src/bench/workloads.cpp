@@ -11,6 +11,7 @@
 
 #include "backplane/bench.hpp"
 #include "backplane/convert.hpp"
+#include "backplane/cpu/gemm_path.hpp"
 #include "backplane/cpu/threads.hpp"
 #include "backplane/random.hpp"
 #include "bench/bench_data.hpp"
@@ -46,6 +47,23 @@ Workload Matmul(int64_t n) {
           }};
 }
 
+// Matmul on Backplane's own packed f32 GEMM (BACKPLANE_GEMM=own), beside the default path.
+Workload MatmulOwnGemm(int64_t n) {
+  Workload w = Matmul(n);
+  w.shape += " own GEMM";
+  w.setup = [n](Backend& b) {
+    auto a = Random(n * n, 1), c = Random(n * n, 2);
+    auto y = std::make_shared<std::vector<float>>(static_cast<size_t>(n * n));
+    return std::function<void()>([&b, n, a, c, y] {
+      const cpu::GemmPath saved = cpu::CurrentGemmPath();
+      cpu::SetGemmPath(cpu::GemmPath::Own);
+      b.Matmul().Matmul(y->data(), a->data(), c->data(), n, n, n, DType::Float32);
+      cpu::SetGemmPath(saved);
+    });
+  };
+  return w;
+}
+
 // Matmul with 16-bit operands (f16 or bf16 storage, f32 accumulation).
 Workload Matmul16(int64_t n, DType dtype) {
   return {"math.matmul", "Matmul", fmt::format("{0}x{0}x{0} {1}", n, DTypeName(dtype)), 6.0 * n * n, 2.0 * n * n * n, "fma",
@@ -59,16 +77,6 @@ Workload Matmul16(int64_t n, DType dtype) {
             auto y = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n * n));
             return std::function<void()>([&b, n, dtype, a, c, y] { b.Matmul().Matmul(y->data(), a->data(), c->data(), n, n, n, dtype); });
           }};
-}
-
-// Runs a peer library call with as many OpenMP threads as Backplane uses (OpenBLAS's OpenMP build
-// follows omp_set_num_threads), so `BACKPLANE_NUM_THREADS=1` times both on one core.
-template <class F>
-void WithBackplaneThreads(F&& call) {
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(cpu::NumThreads());
-  call();
-  omp_set_num_threads(saved);
 }
 
 // The peer in the same run: OpenBLAS sgemm on the same problem (not a Backplane op).
@@ -242,7 +250,9 @@ std::vector<Workload> Workloads() {
                }});
   for (int64_t n : {512, 1024, 2048}) {
     w.push_back(Matmul(n));
+    w.push_back(MatmulOwnGemm(n));
     w.push_back(OpenBlasSgemm(n));
+    if (auto peer = OneDnnSgemm(n)) w.push_back(*peer);
   }
   w.push_back(Matmul16(1024, DType::BFloat16));
   w.push_back(Matmul16(1024, DType::Float16));

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backplane/cpu/cpu_backend.hpp"
+#include "backplane/cpu/gemm_path.hpp"
 #include "backplane/cpu/targets.hpp"
 #include "backplane/error.hpp"
 
@@ -42,6 +43,25 @@ TEST_P(ConformanceOnTarget, EveryFastKernelMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(RunnableTargets, ConformanceOnTarget, ::testing::ValuesIn(cpu::RunnableTargets()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// Both f32 GEMM paths (backplane/cpu/gemm_path.hpp), on every target, for A B and A B^T.
+TEST(Conformance, EveryGemmPathMatchesTheReference) {
+  for (const cpu::GemmPath path : {cpu::GemmPath::Own, cpu::GemmPath::OpenBlas}) {
+    cpu::SetGemmPath(path);
+    for (const char* op : {"math.matmul", "projection.linear"}) {
+      Options options;
+      options.only_op = op;
+      int verified = 0;
+      for (const Cell& c : RunCpuMatrix(options)) {
+        EXPECT_NE(c.status, "failed") << cpu::GemmPathName(path) << " " << c.op << " " << c.target << " " << c.dtype
+                                      << ": " << c.note;
+        verified += c.status == "verified" ? 1 : 0;
+      }
+      EXPECT_EQ(verified, 4 * static_cast<int>(cpu::RunnableTargets().size())) << cpu::GemmPathName(path) << " " << op;
+    }
+  }
+  cpu::SetGemmPath(cpu::GemmPath::OpenBlas);
+}
 
 TEST(Conformance, ForcingATargetChangesDispatch) {
   const auto targets = cpu::RunnableTargets();

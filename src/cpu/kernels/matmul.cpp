@@ -4,10 +4,13 @@
 //   dot product in f64 in k order, vectorised over output columns, and rounds once, exactly as
 //   the reference does (the products of f32/f16/bf16 values are exact in f64, and f64 uses a
 //   separate multiply and add), so small results are bit-identical to the reference.
-// - f32 / f64 otherwise: OpenBLAS cblas_sgemm / cblas_dgemm (cblas_?gemv for a single row or
-//   column), with f32 (f64) accumulation in BLAS's own order.
-// - f16 / bf16 otherwise: our packed GEMM, operands widened to f32 while packing, 6 x 2-vector
-//   register tiles accumulating in f32, and one round-to-nearest-even narrowing at the end.
+// - f32 otherwise: OpenBLAS cblas_sgemm / cblas_sgemv; with BACKPLANE_GEMM=own
+//   (backplane/cpu/gemm_path.hpp) our packed GEMM below (6 x 2-vector register tiles
+//   accumulating in f32 in k order, tasks over row blocks and column groups), few rows streaming
+//   B, one column as dot products.
+// - f64 otherwise: OpenBLAS cblas_dgemm (cblas_dgemv for a single row or column).
+// - f16 / bf16 otherwise: the same packed GEMM, operands widened to f32 while packing, and one
+//   round-to-nearest-even narrowing at the end.
 // The large paths differ from the reference by the summation order and precision only; the
 // conformance runner (src/conformance/runners_nn.cpp) checks them against the GEMM error bound
 // tol.rel * sum_k |a_ik||b_kj| + tol.abs. Anything unusual (bad dtype, negative or overflowing
@@ -23,6 +26,7 @@
 #define BACKPLANE_CPU_KERNELS_MATMUL_SHARED_
 #include <hwy/aligned_allocator.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -101,7 +105,8 @@ void ExactRows(const double* a, const double* b, size_t ldb, double* c, size_t r
 // ---------------------------------------------
 
 // Packs B[k0 .. k0+kc, j0 .. j0+nc] into panels of NR = 2 vectors: dst[p][k][NR], zero padded.
-template <int kSrc>
+// With kTransB the source is B^T ([cols, inner], leading dimension ldb).
+template <int kSrc, bool kTransB = false>
 void PackB(const void* b, size_t ldb, size_t k0, size_t kc, size_t j0, size_t nc, float* dst) {
   const hn::ScalableTag<float> df;
   const size_t lanes = hn::Lanes(df);
@@ -110,6 +115,17 @@ void PackB(const void* b, size_t ldb, size_t k0, size_t kc, size_t j0, size_t nc
     const size_t jp = j0 + p * nr;
     const size_t width = nc - p * nr < nr ? nc - p * nr : nr;
     float* out = dst + p * kc * nr;
+    if constexpr (kTransB) {
+      for (size_t j = 0; j < nr; ++j) {
+        if (j < width) {
+          const size_t row = (jp + j) * ldb + k0;
+          for (size_t k = 0; k < kc; ++k) out[k * nr + j] = LoadWideScalar<kSrc>(b, row + k);
+        } else {
+          for (size_t k = 0; k < kc; ++k) out[k * nr + j] = 0.0f;
+        }
+      }
+      continue;
+    }
     for (size_t k = 0; k < kc; ++k) {
       const size_t row = (k0 + k) * ldb;
       if (width == nr) {
@@ -150,6 +166,10 @@ HWY_NOINLINE void MicroTile(const float* HWY_RESTRICT ap, const float* HWY_RESTR
   auto c00 = hn::Zero(df), c01 = hn::Zero(df), c10 = hn::Zero(df), c11 = hn::Zero(df);
   auto c20 = hn::Zero(df), c21 = hn::Zero(df), c30 = hn::Zero(df), c31 = hn::Zero(df);
   auto c40 = hn::Zero(df), c41 = hn::Zero(df), c50 = hn::Zero(df), c51 = hn::Zero(df);
+  for (size_t r = 0; r < rows; ++r) {  // the tile's rows of c, while the k loop runs
+    __builtin_prefetch(c + r * ldc, 1);
+    __builtin_prefetch(c + r * ldc + 2 * lanes - 1, 1);
+  }
   for (size_t k = 0; k < kc; ++k) {
     const auto b0 = hn::Load(df, bp + k * 2 * lanes);
     const auto b1 = hn::Load(df, bp + k * 2 * lanes + lanes);
@@ -229,30 +249,50 @@ HWY_NOINLINE void MicroTile(const float* HWY_RESTRICT ap, const float* HWY_RESTR
   }
 }
 
-// c (f32, [rows, cols]) = a * b for storage kSrc, packed and blocked; threads split row blocks.
-template <int kSrc>
+// c (f32, [rows, cols]) = a * b for storage kSrc, packed and blocked (b is [cols, inner] with
+// kTransB). Tasks are (row block, column group) pairs, so few-row products use every thread too;
+// each output's sum runs over k in the same order whatever the split.
+template <int kSrc, bool kTransB = false>
 void PackedGemm(const void* a, const void* b, float* c, size_t rows, size_t inner, size_t cols) {
   const hn::ScalableTag<float> df;
   const size_t nr = 2 * hn::Lanes(df);
   const size_t ncMax = kNC < cols ? kNC : cols;
   const size_t panelsMax = (ncMax + nr - 1) / nr;
   auto bpack = hwy::AllocateAligned<float>(panelsMax * nr * kKC);
-  const bool parallel = rows * inner * cols >= (size_t{1} << 21) && rows > kMC;
+  const bool parallel = rows * inner * cols >= (size_t{1} << 21);
+  // Row blocks of at most kMC rows, as even as whole tiles allow (so threads get equal work).
+  const size_t rowBlocks = (rows + kMC - 1) / kMC;
+  const size_t blockRows = ((rows + rowBlocks - 1) / rowBlocks + kMR - 1) / kMR * kMR;
   for (size_t j0 = 0; j0 < cols; j0 += kNC) {
     const size_t nc = cols - j0 < kNC ? cols - j0 : kNC;
     const size_t panels = (nc + nr - 1) / nr;
+    // Column groups of at least 4 panels, enough that there are >= 16 tasks where possible.
+    size_t groups = rowBlocks >= 16 ? 1 : (16 + rowBlocks - 1) / rowBlocks;
+    if (groups > panels / 4) groups = panels / 4 > 0 ? panels / 4 : 1;
+    const size_t perGroup = (panels + groups - 1) / groups;
     for (size_t k0 = 0; k0 < inner; k0 += kKC) {
       const size_t kc = inner - k0 < kKC ? inner - k0 : kKC;
-      PackB<kSrc>(b, cols, k0, kc, j0, nc, bpack.get());
+      if (parallel && panels >= 8) {  // panels of 4 x 2 vectors per chunk, each packed independently
+        ParallelFor(static_cast<int64_t>((panels + 3) / 4), 1, [&](int64_t begin, int64_t end) {
+          const size_t p0 = static_cast<size_t>(begin) * 4, p1 = std::min(panels, static_cast<size_t>(end) * 4);
+          PackB<kSrc, kTransB>(b, kTransB ? inner : cols, k0, kc, j0 + p0 * nr, std::min(nc, p1 * nr) - p0 * nr,
+                               bpack.get() + p0 * kc * nr);
+        });
+      } else {
+        PackB<kSrc, kTransB>(b, kTransB ? inner : cols, k0, kc, j0, nc, bpack.get());
+      }
       const bool accumulate = k0 > 0;
       const float* bp = bpack.get();
-      auto block = [&](int64_t begin, int64_t end) {
+      auto task = [&](int64_t begin, int64_t end) {
         auto apack = hwy::AllocateAligned<float>(kMC * kKC);
-        for (int64_t blk = begin; blk < end; ++blk) {
-          const size_t i0 = static_cast<size_t>(blk) * kMC;
-          const size_t mc = rows - i0 < kMC ? rows - i0 : kMC;
+        for (int64_t t = begin; t < end; ++t) {
+          const size_t blk = static_cast<size_t>(t) / groups, group = static_cast<size_t>(t) % groups;
+          const size_t i0 = blk * blockRows;
+          if (i0 >= rows) continue;
+          const size_t mc = rows - i0 < blockRows ? rows - i0 : blockRows;
           PackA<kSrc>(a, inner, i0, mc, k0, kc, apack.get());
-          for (size_t p = 0; p < panels; ++p) {
+          const size_t pEnd = (group + 1) * perGroup < panels ? (group + 1) * perGroup : panels;
+          for (size_t p = group * perGroup; p < pEnd; ++p) {
             const size_t width = nc - p * nr < nr ? nc - p * nr : nr;
             for (size_t q = 0; q * kMR < mc; ++q) {
               const size_t height = mc - q * kMR < kMR ? mc - q * kMR : kMR;
@@ -262,11 +302,11 @@ void PackedGemm(const void* a, const void* b, float* c, size_t rows, size_t inne
           }
         }
       };
-      const auto blocks = static_cast<int64_t>((rows + kMC - 1) / kMC);
+      const auto tasks = static_cast<int64_t>(rowBlocks * groups);
       if (parallel) {
-        ParallelFor(blocks, 1, block);
+        ParallelFor(tasks, 1, task);
       } else {
-        block(0, blocks);
+        task(0, tasks);
       }
     }
   }
@@ -365,6 +405,20 @@ void HalfGemm(const uint16_t* a, const uint16_t* b, uint16_t* out, size_t rows, 
   NarrowBlock(c.get(), out, rows * cols, bf16);
 }
 
+// c = a * b (b^T with trans_b) in f32 with our kernels; c must not overlap a or b. Few rows
+// stream B (FewRowsGemm / FewRowsTransB), a single column is one dot product per row
+// (FewRowsTransB with B read as a row), everything else goes through the packed GEMM.
+void FewRowsTransB(const float* a, const float* b, float* c, size_t rows, size_t inner, size_t cols);
+void F32Gemm(const float* a, const float* b, float* c, size_t rows, size_t inner, size_t cols, bool trans_b) {
+  if (cols == 1) return FewRowsTransB(a, b, c, rows, inner, 1);
+  if (trans_b) {
+    if (rows < kMR) return FewRowsTransB(a, b, c, rows, inner, cols);
+    return PackedGemm<kF32, true>(a, b, c, rows, inner, cols);
+  }
+  if (rows < kMR) return FewRowsGemm<kF32>(a, b, c, rows, inner, cols);
+  PackedGemm<kF32>(a, b, c, rows, inner, cols);
+}
+
 // c [rows, cols] = a [rows, inner] * b^T, b [cols, inner], f32, for few rows (a stays in L1): tiles
 // of 2 rows x 4 weight rows, each output one f32 dot product in lanes plus a scalar tail, so the
 // weight is streamed once per call without packing. Threads split the weight rows.
@@ -449,6 +503,7 @@ HWY_AFTER_NAMESPACE();
 #include <cmath>
 #include <vector>
 
+#include "backplane/cpu/gemm_path.hpp"
 #include "backplane/cpu/threads.hpp"
 #include "cpu/kernels/storage.hpp"
 #include "cpu/kernels/serial_blas.hpp"
@@ -458,6 +513,7 @@ namespace backplane::cpu::simd {
 HWY_EXPORT(ExactRows);
 HWY_EXPORT(HalfGemm);
 HWY_EXPORT(FewRowsTransB);
+HWY_EXPORT(F32Gemm);
 
 namespace {
 
@@ -577,6 +633,16 @@ void Blas(T* out, const T* a, const T* b, size_t rows, size_t inner, size_t cols
   if (alias) std::memcpy(out, c, bytes);
 }
 
+// f32 on our packed GEMM; an output that overlaps an operand is computed into a buffer first.
+void OwnF32(float* out, const float* a, const float* b, size_t rows, size_t inner, size_t cols, bool trans_b) {
+  const size_t bytes = rows * cols * sizeof(float);
+  const bool alias = Overlaps(out, bytes, a, rows * inner * sizeof(float)) ||
+                     Overlaps(out, bytes, b, inner * cols * sizeof(float));
+  std::vector<float> tmp(alias ? rows * cols : 0);
+  HWY_DYNAMIC_DISPATCH(F32Gemm)(a, b, alias ? tmp.data() : out, rows, inner, cols, trans_b);
+  if (alias) std::memcpy(out, tmp.data(), bytes);
+}
+
 void Matmul(void* out, const void* left, const void* right, int64_t rows, int64_t inner,
             int64_t cols, DType dtype) {
   const bool floating = dtype == DType::Float32 || dtype == DType::Float64 ||
@@ -602,6 +668,10 @@ void Matmul(void* out, const void* left, const void* right, int64_t rows, int64_
   if (work <= kExactWork) return Exact(out, left, right, m, k, n, dtype);
   switch (dtype) {
     case DType::Float32:
+      if (CurrentGemmPath() == GemmPath::Own) {
+        return OwnF32(static_cast<float*>(out), static_cast<const float*>(left), static_cast<const float*>(right), m,
+                      k, n, false);
+      }
       return Blas(static_cast<float*>(out), static_cast<const float*>(left),
                   static_cast<const float*>(right), m, k, n);
     case DType::Float64:
@@ -640,6 +710,10 @@ void MatmulTransB(void* out, const void* left, const void* right, int64_t rows, 
       !Overlaps(out, m * n * 4, left, m * k * 4) && !Overlaps(out, m * n * 4, right, n * k * 4)) {
     return HWY_DYNAMIC_DISPATCH(FewRowsTransB)(static_cast<const float*>(left), static_cast<const float*>(right),
                                                static_cast<float*>(out), m, k, n);
+  }
+  if (work > kExactWork && dtype == DType::Float32 && CurrentGemmPath() == GemmPath::Own) {
+    return OwnF32(static_cast<float*>(out), static_cast<const float*>(left), static_cast<const float*>(right), m, k, n,
+                  true);
   }
   if (work > kExactWork && dtype == DType::Float32) {
     return Blas(static_cast<float*>(out), static_cast<const float*>(left), static_cast<const float*>(right), m, k, n,
