@@ -171,6 +171,29 @@ TEST_F(CliTest, MaxAllocVariableBoundsARun) {
   EXPECT_TRUE(std::filesystem::exists(Path("y.npy")));
 }
 
+TEST_F(CliTest, GemmPathVariableChoosesThePathOrNamesTheBadValue) {
+  // 64 x 64 x 64 is above the exact small-product path, so the variable is read.
+  std::vector<double> values(64 * 64);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 7) - 3.0;
+  io::WriteNpy(Path("a.npy"), Tensor::FromDoubles(DType::Float32, {64, 64}, values));
+  const std::string op = fmt::format("op math.matmul --in {0} --in {0} --out {1}", Path("a.npy"), Path("c.npy"));
+  ::setenv("BACKPLANE_GEMM", "fast", 1);
+  const CommandResult bad = Cli(op);
+  ::setenv("BACKPLANE_GEMM", "own", 1);
+  const CommandResult own = Cli(op);
+  ::unsetenv("BACKPLANE_GEMM");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("BACKPLANE_GEMM"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("'openblas' or 'own'"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("'fast'"), std::string::npos) << bad.output;
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  const Tensor c = io::ReadNpy(Path("c.npy"));
+  // Small integers: every product and sum is exact in f32, whatever the order.
+  double want = 0;
+  for (int k = 0; k < 64; ++k) want += values[static_cast<size_t>(5 * 64 + k)] * values[static_cast<size_t>(k * 64 + 9)];
+  EXPECT_EQ(c.GetDouble(5 * 64 + 9), want);
+}
+
 TEST_F(CliTest, TrainsTheDigitsGraphOnASmallSet) {
   // 64 samples of two separable classes; a few epochs must drive the loss down.
   Tensor x(DType::Float32, {64, 64});
