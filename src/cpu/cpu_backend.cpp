@@ -1,5 +1,6 @@
 #include "backplane/cpu/cpu_backend.hpp"
 
+#include "backplane/cpu/gemm_path.hpp"
 #include "backplane/cpu/targets.hpp"
 #include "backplane/error.hpp"
 #include "cpu/kernel_table.hpp"
@@ -71,6 +72,7 @@ const KernelTable& MergedTable() {
 
 std::unique_ptr<Backend> CreateBackend() {
   ApplyTargetFromEnvironment();
+  (void)CurrentGemmPath();  // a bad BACKPLANE_GEMM fails here, never inside a kernel's threads
   return std::make_unique<CpuBackend>(&MergedTable());
 }
 

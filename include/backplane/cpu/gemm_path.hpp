@@ -12,7 +12,7 @@ namespace backplane::cpu {
 enum class GemmPath { Own, OpenBlas };
 
 // The path in force: SetGemmPath's, else BACKPLANE_GEMM ("openblas" or "own"; anything else is
-// an InvalidArgument error naming the variable), else OpenBlas.
+// an InvalidArgument error naming the variable, raised by cpu::CreateBackend), else OpenBlas.
 GemmPath CurrentGemmPath();
 // Overrides the path for the process (tests, benchmarks).
 void SetGemmPath(GemmPath path);
