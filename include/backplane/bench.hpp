@@ -11,12 +11,13 @@
 namespace backplane::bench {
 
 struct Limits {
-  double peak_gflops = 0;     // one thread, f32 FMA, the selected SIMD target
-  double triad_gbps = 0;      // one thread, a[i] = b[i] + s * c[i] over 3 x 64 MiB of f32
-  double read_gbps = 0;       // one thread, sum over 64 MiB of f32
+  int threads = 1;            // the thread count the limits were measured with (all threads busy)
+  double peak_gflops = 0;     // f32 FMA, the selected SIMD target
+  double triad_gbps = 0;      // a[i] = b[i] + s * c[i] over 3 x 64 MiB of f32
+  double read_gbps = 0;       // sum over 64 MiB of f32
   std::string target;
 };
-// Measures the limits (about one second).
+// Measures the limits on cpu::NumThreads() threads at once (about one second).
 Limits MeasureLimits();
 
 struct Workload {

@@ -113,14 +113,10 @@ Workload Rows(const std::string& op, const std::string& surface, int which) {
             auto g = Random(kCols, 2, 0.5f, 1.5f), beta = Random(kCols, 3);
             auto y = std::make_shared<std::vector<float>>(static_cast<size_t>(kRows * kCols));
             return std::function<void()>([&b, which, x, g, beta, y] {
-              if (which == 0) {
-                for (int64_t r = 0; r < kRows; ++r) {
-                  b.Activation().Softmax(y->data() + r * kCols, x->data() + r * kCols, kCols, DType::Float32);
-                }
+              if (which == 0) {  // the methods math.softmax and activation.log_softmax call
+                b.MathExt().SoftmaxRows(y->data(), x->data(), kRows, kCols, DType::Float32);
               } else if (which == 3) {
-                for (int64_t r = 0; r < kRows; ++r) {
-                  b.Activation().LogSoftmax(y->data() + r * kCols, x->data() + r * kCols, kCols, DType::Float32);
-                }
+                b.MathExt().LogSoftmaxRows(y->data(), x->data(), kRows, kCols, DType::Float32);
               } else if (which == 1) {
                 b.LayerNorm().LayerNorm(x->data(), g->data(), beta->data(), y->data(), kRows, kCols, DType::Float32);
               } else {

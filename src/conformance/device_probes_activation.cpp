@@ -101,7 +101,7 @@ void AddActivationProbes(std::vector<DeviceProbe>& p) {
   }
 
   // Softmax family and logsumexp over different axes (f64 in the reference for every dtype).
-  for (const char* op : {"activation.log_softmax", "math.logsumexp"}) {
+  for (const char* op : {"math.softmax", "activation.log_softmax", "math.logsumexp"}) {
     p.push_back({.op = op, .inputs = {{"T", {5, 9}, -4, 4}}});
     p.push_back({.op = op, .inputs = {{"T", {4, 6, 3}, -30, 30}}, .attrs = R"({"axis": 1})"});
     p.push_back({.op = op, .inputs = {{"T", {7, 3}, -2, 2}}, .attrs = R"({"axis": 0})"});

@@ -1,5 +1,6 @@
 // Conformance runners for the research families: VSAPermute, Similarity, FreeEnergy,
-// ExpectedFreeEnergy, Prediction, PredictiveUpdate, Outer and RowReduce (MathExt.LogSumExp), plus
+// ExpectedFreeEnergy, Prediction, PredictiveUpdate, Outer, RowReduce (MathExt.LogSumExp) and RowMap
+// (MathExt.SoftmaxRows, LogSoftmaxRows), plus
 // extra BinaryOut cases for the research methods (domain-valid inputs, in place, > 64K elements).
 //
 // Every case runs the reference and the fast kernel on the same inputs; where the reference throws,
@@ -35,6 +36,7 @@ using PredictionFn = BP_RET_Prediction (*)(BP_PARAMS_Prediction);
 using PredictiveUpdateFn = BP_RET_PredictiveUpdate (*)(BP_PARAMS_PredictiveUpdate);
 using OuterFn = BP_RET_Outer (*)(BP_PARAMS_Outer);
 using RowReduceFn = BP_RET_RowReduce (*)(BP_PARAMS_RowReduce);
+using RowMapFn = BP_RET_RowMap (*)(BP_PARAMS_RowMap);
 using BinaryOutFn = BP_RET_BinaryOut (*)(BP_PARAMS_BinaryOut);
 
 // |x| of plain N(0, scale) values, with exact zeros where (i + phase) % zero_every == 0.
@@ -595,6 +597,72 @@ Measure RunRowReduce(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   return m;
 }
 
+// ---- RowMap (SoftmaxRows, LogSoftmaxRows)
+// -----------------------------------------------------------------------
+
+// Row counts that leave some threads a single row, rows long enough to be threaded on their own,
+// the special rows of RowReduce, in place (dst == src) and a partial overlap (dst = src + 1 row).
+Measure RunRowMap(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
+  const QuickThreads threads(c);
+  Measure m;
+  const Tolerance tol = DefaultTolerance(c.dtype);
+  std::vector<Shape> shapes = {{0, 7}, {5, 0}, {12, 3}, {70, 1025}, {33, 4096}, {3, kLarge}};
+  for (const int64_t n : c.sizes) {
+    shapes.push_back({1, n});
+    if (n > 0 && n < 2000) shapes.push_back({6, n});
+  }
+  uint64_t seed = c.seed;
+  for (const Shape& s : shapes) {
+    const int64_t total = s.out * s.in;
+    const size_t used = DTypeStorageBytes(c.dtype, total);
+    for (int set = 0; set < 3; ++set) {
+      const auto x = set == 0   ? RandomStorage(c.dtype, total, ++seed, 2.0, true)
+                     : set == 1 ? RandomStorage(c.dtype, total, ++seed, 2.0, false)
+                                : SpecialRows(c.dtype, s.out, s.in, ++seed);
+      const std::string where = fmt::format("[{} x {}] {}", s.out, s.in,
+                                            set == 0   ? "specials"
+                                            : set == 1 ? "plain"
+                                                       : "special rows");
+      std::vector<uint8_t> want(used + 16, kGuard), got = want;
+      Unerase<RowMapFn>(ref)(want.data(), x.data(), s.out, s.in, c.dtype);
+      Unerase<RowMapFn>(fast)(got.data(), x.data(), s.out, s.in, c.dtype);
+      CheckGuard(got, used, where, m);
+      CompareStorage(got, want, c.dtype, total, tol, where, m);
+      if (set == 1 && total > 0) {
+        std::vector<uint8_t> inplace(used + 16, kGuard);
+        std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(used), inplace.begin());
+        Unerase<RowMapFn>(fast)(inplace.data(), inplace.data(), s.out, s.in, c.dtype);
+        CheckGuard(inplace, used, where + " in place", m);
+        CompareStorage(inplace, want, c.dtype, total, tol, where + " in place", m);
+      }
+      if (set == 1 && s.out > 1 && s.in > 0) {  // dst one row past src: the reference's row order
+        const size_t row = DTypeStorageBytes(c.dtype, s.in);
+        std::vector<uint8_t> a(used + row + 16, kGuard), b = a;
+        std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(used), a.begin());
+        std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(used), b.begin());
+        Unerase<RowMapFn>(ref)(a.data() + row, a.data(), s.out, s.in, c.dtype);
+        Unerase<RowMapFn>(fast)(b.data() + row, b.data(), s.out, s.in, c.dtype);
+        CompareStorage(b, a, c.dtype, total + s.in, tol, where + " overlapping", m);
+      }
+    }
+  }
+  const auto a = RandomStorage(c.dtype, 12, 1);
+  std::vector<uint8_t> out(64, kGuard);
+  auto call = [&](int64_t rows, int64_t cols, DType dtype, const void* src, void* dst) {
+    return [&, rows, cols, dtype, src, dst](bool reference) {
+      Unerase<RowMapFn>(reference ? ref : fast)(dst, src, rows, cols, dtype);
+    };
+  };
+  ExpectSameError("rows=-1", call(-1, 3, c.dtype, a.data(), out.data()), m);
+  ExpectSameError("cols=-1", call(3, -1, c.dtype, a.data(), out.data()), m);
+  ExpectSameError("dtype int8", call(2, 3, DType::Int8, a.data(), out.data()), m);
+  ExpectSameError("null src", call(2, 3, c.dtype, nullptr, out.data()), m);
+  ExpectSameError("null dst", call(2, 3, c.dtype, a.data(), nullptr), m);
+  ExpectSameError("rows*cols overflows",
+                  call(int64_t{1} << 40, int64_t{1} << 40, c.dtype, a.data(), out.data()), m);
+  return m;
+}
+
 // ---- BinaryOut: extra cases for the research methods ------------------------------------------
 
 // The base runner feeds N(0, 2) values with specials, which the active-inference methods reject
@@ -672,6 +740,7 @@ void RegisterResearchRunners(RunnerRegistry& r) {
   r["PredictiveUpdate"] = RunPredictiveUpdate;
   r["Outer"] = RunOuter;
   r["RowReduce"] = RunRowReduce;
+  r["RowMap"] = RunRowMap;
   // Extends the BinaryOut runner (runners_elementwise.cpp, registered before this one) for the
   // research methods; other BinaryOut methods (e.g. Causal.CATE) keep the base runner only.
   const auto it = r.find("BinaryOut");

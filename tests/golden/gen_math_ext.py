@@ -1,13 +1,14 @@
 #!/usr/bin/python3
-"""Golden data for the MathExt reference kernels (Sin, Cos, Sign, Outer, LogSumExp).
+"""Golden data for the MathExt reference kernels (Sin, Cos, Sign, Outer, LogSumExp, SoftmaxRows,
+LogSoftmaxRows).
 
 Run with the system Python (NumPy, PyTorch):  /usr/bin/python3 tests/golden/gen_math_ext.py
-Writes tests/golden/data/math_ext_{unary,unary_large,outer,lse}.json.
+Writes tests/golden/data/math_ext_{unary,unary_large,outer,lse,softmax_rows}.json.
 
 Every input is generated here from a fixed seed, rounded to its storage dtype with torch (round to
 nearest even) and stored already rounded; every expected value is computed in float64 from those
-rounded inputs by torch.sin, torch.cos, numpy.sign, numpy.outer and torch.logsumexp. The C++ tests
-never derive expected values from the code under test.
+rounded inputs by torch.sin, torch.cos, numpy.sign, numpy.outer, torch.logsumexp, torch.softmax and
+torch.log_softmax. The C++ tests never derive expected values from the code under test.
 
 Two kinds of cases:
   * "cases": small sizes (0, 1, 2, odd, ...) with full-precision random inputs per dtype;
@@ -148,8 +149,24 @@ def gen_lse():
           {"generator": "tests/golden/gen_math_ext.py", "cases": cases, "large": large})
 
 
+# ---- SoftmaxRows, LogSoftmaxRows -----------------------------------------------------------------
+def gen_softmax_rows():
+    """torch.softmax / torch.log_softmax over dim=1 in float64, from the rounded inputs of
+    lse_inputs (wide rows need the max shift). Non-finite inputs are tested in C++ (closed form)."""
+    rng = np.random.default_rng(20261207)
+    cases = []
+    for dtype in DTYPES:
+        for rows, cols in [(0, 5), (3, 0), (1, 1), (4, 7), (5, 33), (2, 260)]:
+            x = rounded(lse_inputs(rng, rows, cols), dtype).reshape(rows, cols)
+            cases.append({"dtype": dtype, "rows": rows, "cols": cols, "src": as_list(x),
+                          "softmax": as_list(torch.softmax(t64(x), dim=1)),
+                          "log_softmax": as_list(torch.log_softmax(t64(x), dim=1))})
+    write("math_ext_softmax_rows.json", {"generator": "tests/golden/gen_math_ext.py", "cases": cases})
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     gen_unary()
     gen_outer()
     gen_lse()
+    gen_softmax_rows()

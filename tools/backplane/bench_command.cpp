@@ -1,5 +1,5 @@
-// backplane bench: throughput of the issue-7 workloads as GB/s or GFLOP/s and as a fraction of
-// this machine's measured limits.
+// backplane bench: throughput of the kernel workloads as GB/s or GFLOP/s and as a fraction of
+// this machine's limits measured at the same thread count, at each of --threads (default 1 and 2).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -203,40 +203,76 @@ void RunBench(const BenchOptions& o) {
   if (!o.model.empty()) return RunModelBench(o);
   if (!o.onnx_model.empty()) return RunOnnxBench(o);
   if (!o.embed_model.empty()) return RunEmbedBench(o);
-  auto backend = cpu::CreateBackend();
-  const bench::Limits limits = bench::MeasureLimits();
-  std::vector<bench::Result> results;
-  for (const bench::Workload& w : bench::Workloads()) {
-    if (!o.op.empty() && w.op != o.op) continue;
-    results.push_back(bench::Run(w, *backend, limits, o.min_time));
+  // Every workload at every thread count; the limits are measured at each count with all threads busy.
+  struct Row {
+    bench::Result result;
+    int threads;
+    double speedup;  // time on one thread / time here; 0 when one thread was not run
+    size_t index;    // position in bench::Workloads()
+  };
+  std::vector<Row> rows;
+  std::vector<bench::Limits> limits;
+  std::map<std::pair<std::string, std::string>, double> one_thread;  // (op, shape) -> seconds
+  for (const int threads : o.threads) {
+    cpu::SetNumThreads(threads);
+    auto backend = cpu::CreateBackend();
+    limits.push_back(bench::MeasureLimits());
+    const std::vector<bench::Workload> workloads = bench::Workloads();
+    for (size_t i = 0; i < workloads.size(); ++i) {
+      const bench::Workload& w = workloads[i];
+      if (!o.op.empty() && w.op != o.op) continue;
+      Row row{bench::Run(w, *backend, limits.back(), o.min_time), threads, 0.0, i};
+      const auto key = std::make_pair(w.op, w.shape);
+      if (threads == 1) one_thread[key] = row.result.seconds;
+      if (one_thread.count(key) != 0) row.speedup = one_thread[key] / row.result.seconds;
+      rows.push_back(row);
+    }
+    if (!o.op.empty() && rows.empty()) ThrowInvalidArgument("backplane bench", "--op", "an op with a workload", o.op);
   }
-  if (!o.op.empty() && results.empty()) ThrowInvalidArgument("backplane bench", "--op", "an op with a workload", o.op);
+  // Rows of one workload together, thread counts in the order given.
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) {
+    return x.index < y.index;
+  });
   if (o.format == "json") {
     nlohmann::json j;
-    j["machine"] = {{"cpu", QueryCpuInfo().model}, {"target", limits.target}, {"threads", cpu::NumThreads()},
-                    {"peak_gflops", limits.peak_gflops}, {"triad_gbps", limits.triad_gbps}, {"read_gbps", limits.read_gbps}};
+    j["machine"] = {{"cpu", QueryCpuInfo().model}, {"target", limits.front().target}};
+    j["limits"] = nlohmann::json::array();
+    for (const auto& l : limits) {
+      j["limits"].push_back({{"threads", l.threads}, {"peak_gflops", l.peak_gflops}, {"triad_gbps", l.triad_gbps},
+                             {"read_gbps", l.read_gbps}});
+    }
     j["results"] = nlohmann::json::array();
-    for (const auto& r : results) {
-      j["results"].push_back({{"op", r.workload.op}, {"shape", r.workload.shape}, {"seconds", r.seconds},
-                              {"gbps", r.gbps}, {"gflops", r.gflops}, {"limit", r.workload.limit}, {"fraction", r.fraction}});
+    for (const Row& row : rows) {
+      const bench::Result& r = row.result;
+      const int threads = row.threads;
+      const double speedup = row.speedup;
+      j["results"].push_back({{"op", r.workload.op}, {"shape", r.workload.shape}, {"threads", threads},
+                              {"seconds", r.seconds}, {"gbps", r.gbps}, {"gflops", r.gflops}, {"limit", r.workload.limit},
+                              {"fraction", r.fraction}, {"speedup_vs_1_thread", speedup}});
     }
     std::cout << j.dump(2) << "\n";
     return;
   }
-  fmt::print("Machine: {}, target {}, {} thread(s). Limits (one thread): peak {:.1f} GFLOP/s f32 FMA, "
-             "STREAM triad {:.1f} GB/s, read {:.1f} GB/s.\n\n",
-             QueryCpuInfo().model, limits.target, cpu::NumThreads(), limits.peak_gflops, limits.triad_gbps,
-             limits.read_gbps);
-  fmt::print("| Op | Size | Time | GB/s | GFLOP/s | Fraction of limit |\n|---|---|---|---|---|---|\n");
-  for (const auto& r : results) {
+  fmt::print("Machine: {}, target {}.\n", QueryCpuInfo().model, limits.front().target);
+  for (const auto& l : limits) {
+    fmt::print("Limits on {} thread(s), all busy: peak {:.1f} GFLOP/s f32 FMA, STREAM triad {:.1f} GB/s, read {:.1f} GB/s.\n",
+               l.threads, l.peak_gflops, l.triad_gbps, l.read_gbps);
+  }
+  fmt::print("\n| Op | Size | Threads | Time | GB/s | GFLOP/s | Fraction of limit | vs 1 thread |\n"
+             "|---|---|---|---|---|---|---|---|\n");
+  for (const Row& row : rows) {
+    const bench::Result& r = row.result;
+    const int threads = row.threads;
+    const double speedup = row.speedup;
     const std::string& limit = r.workload.limit;
     const std::string fraction =
         limit == "none" ? "— (sequential: time only)"
                         : fmt::format("{:.0f}% of {}", 100 * r.fraction,
                                       limit == "fma" ? "peak FMA" : limit == "triad" ? "triad" : "read bandwidth");
-    fmt::print("| `{}` | {} | {:.3f} ms | {} | {} | {} |\n", r.workload.op, r.workload.shape, r.seconds * 1e3,
-               r.workload.bytes > 0 ? fmt::format("{:.2f}", r.gbps) : "—",
-               r.workload.flops > 0 ? fmt::format("{:.1f}", r.gflops) : "—", fraction);
+    fmt::print("| `{}` | {} | {} | {:.3f} ms | {} | {} | {} | {} |\n", r.workload.op, r.workload.shape, threads,
+               r.seconds * 1e3, r.workload.bytes > 0 ? fmt::format("{:.2f}", r.gbps) : "—",
+               r.workload.flops > 0 ? fmt::format("{:.1f}", r.gflops) : "—", fraction,
+               speedup > 0 && threads != 1 ? fmt::format("{:.2f}x", speedup) : "—");
   }
 }
 
@@ -253,7 +289,7 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--embed-model", o->embed_model,
                   "A sentence encoder directory: time batch {1, 32} x seq {16, 128} beside onnxruntime");
   cmd->add_option("--onnx-model", o->onnx_model, "An ONNX model: runs/s on ONNX's dummy input beside onnxruntime");
-  cmd->add_option("--threads", o->threads, "Thread counts for --model, --embed-model and --onnx-model")->delimiter(',');
+  cmd->add_option("--threads", o->threads, "Thread counts to run at (default 1,2)")->delimiter(',')->check(CLI::Range(1, 1024));
   cmd->add_option("--device", o->device,
                   "xla[:N]: the transformer block, a digits training step (and --onnx-model) on the device beside "
                   "the CPU backend, compile time apart");

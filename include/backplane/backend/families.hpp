@@ -560,6 +560,10 @@
 #define BP_PARAMS_RowReduce const void *src, void *dst, int64_t rows, int64_t cols, DType dtype
 #define BP_ARGS_RowReduce src, dst, rows, cols, dtype
 
+#define BP_RET_RowMap void
+#define BP_PARAMS_RowMap void *dst, const void *src, int64_t rows, int64_t cols, DType dtype
+#define BP_ARGS_RowMap dst, src, rows, cols, dtype
+
 #define BP_RET_InvSqrtDimScale void
 #define BP_PARAMS_InvSqrtDimScale \
   void *dst, const void *src, int64_t count, int64_t dim, DType dtype

@@ -1,4 +1,4 @@
-// Backend surface MathExt (6 methods, added by Backplane): math helpers the IR needs.
+// Backend surface MathExt (14 methods, added by Backplane): math helpers the IR needs.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,9 @@ namespace backplane {
   X(MathExt, GroupNormEps, GroupNormEps, kFloatDTypes)           \
   X(MathExt, InstanceNormEps, InstanceNormEps, kFloatDTypes)     \
   X(MathExt, BatchNormEvalEps, BatchNormEvalEps, kFloatDTypes)   \
-  X(MathExt, MatmulTransB, MatmulTransB, kFloatDTypes)
+  X(MathExt, MatmulTransB, MatmulTransB, kFloatDTypes)           \
+  X(MathExt, SoftmaxRows, RowMap, kFloatDTypes)                   \
+  X(MathExt, LogSoftmaxRows, RowMap, kFloatDTypes)
 
 class MathExtSurface {
  public:

@@ -1,8 +1,12 @@
 // Highway kernels for the Shape surface (pure data movement, bit-exact).
 // - Transpose: axes of size 1 dropped and axes that stay adjacent merged; when the innermost axis
-//   moves, a cache-blocked 2D transpose (4x4 32-bit and 2x2 64-bit SIMD micro-tiles in 128-bit
-//   blocks; 1-, 2- and 16-byte elements by typed scalar tiles) per outer index, threaded over row
-//   blocks for large tensors; when it stays, contiguous runs are memcpy'd.
+//   moves, a 2D transpose per outer index, threaded over row blocks for large tensors; when it
+//   stays, contiguous runs are memcpy'd. The 2D transpose moves tiles of one cache line square
+//   (16x16 for 4-byte elements) through two L1 buffers, so that every source and destination line
+//   is read or written once, whole, even when the row stride maps all rows of a tile to one L1 set;
+//   column blocks of 1 KiB keep the destination pages of a block in the TLB. Inside the buffers,
+//   4x4 32-bit and 2x2 64-bit SIMD micro-tiles in 128-bit blocks (typed scalar tiles for 1-, 2- and
+//   16-byte elements); the edges that do not fill a tile go straight through the micro-tiles.
 // - UpsampleNearest2D: the reference copies element by element through a dtype switch; here a
 //   typed gather per output row (indices computed once, as the reference), and a repeated source
 //   row is a memcpy of the previous output row.
@@ -24,7 +28,10 @@ namespace backplane::cpu::simd::shape_ops {
 struct Elem16 {
   uint64_t lo, hi;
 };
-constexpr size_t kTile = 32;  // rows (and columns) of one cache block (measured best of 16, 32, 64)
+constexpr size_t kTile = 32;          // rows (and columns) of one micro-tile block
+constexpr size_t kLineBytes = 64;     // cache line: the side of a line tile, in bytes
+constexpr size_t kBlockBytes = 1024;  // rows x element size per parallel item
+constexpr size_t kBlockColBytes = 4096;  // bytes per row of a column block
 }  // namespace backplane::cpu::simd::shape_ops
 #endif
 
@@ -95,23 +102,55 @@ void Tile64(const uint64_t* src, size_t ss, uint64_t* dst, size_t ds, size_t row
 }
 #endif
 
+// Tiles of one cache line square copied into an L1 buffer, transposed there by Micro and copied
+// out line by line; what does not fill a tile goes to Micro directly.
+template <class E, void (*Micro)(const E*, size_t, E*, size_t, size_t, size_t)>
+void TileLines(const E* src, size_t ss, E* dst, size_t ds, size_t rows, size_t cols) {
+  constexpr size_t kT = kLineBytes / sizeof(E);
+  constexpr size_t kBlockCols = kBlockColBytes / sizeof(E);
+  alignas(64) E in[kT * kT];
+  alignas(64) E out[kT * kT];
+  const size_t rowsT = rows / kT * kT, colsT = cols / kT * kT;
+  for (size_t c0 = 0; c0 < colsT; c0 += kBlockCols) {
+    const size_t c1 = c0 + kBlockCols < colsT ? c0 + kBlockCols : colsT;
+    for (size_t r = 0; r < rowsT; r += kT) {
+      for (size_t c = c0; c < c1; c += kT) {
+        for (size_t i = 0; i < kT; ++i) std::memcpy(in + i * kT, src + (r + i) * ss + c, kLineBytes);
+        Micro(in, kT, out, kT, kT, kT);
+        for (size_t i = 0; i < kT; ++i) std::memcpy(dst + (c + i) * ds + r, out + i * kT, kLineBytes);
+      }
+    }
+  }
+  if (rowsT < rows) Micro(src + rowsT * ss, ss, dst + rowsT, ds, rows - rowsT, cols);
+  if (colsT < cols) Micro(src + colsT, ss, dst + colsT * ds, ds, rowsT, cols - colsT);
+}
+
 void Transpose2D(const void* src, size_t ss, void* dst, size_t ds, size_t rows, size_t cols, size_t esize) {
   switch (esize) {
     case 1:
-      return TileScalar(static_cast<const uint8_t*>(src), ss, static_cast<uint8_t*>(dst), ds, rows, cols);
+      return TileLines<uint8_t, TileScalar<uint8_t>>(static_cast<const uint8_t*>(src), ss,
+                                                     static_cast<uint8_t*>(dst), ds, rows, cols);
     case 2:
-      return TileScalar(static_cast<const uint16_t*>(src), ss, static_cast<uint16_t*>(dst), ds, rows, cols);
+      return TileLines<uint16_t, TileScalar<uint16_t>>(static_cast<const uint16_t*>(src), ss,
+                                                       static_cast<uint16_t*>(dst), ds, rows, cols);
 #if HWY_TARGET != HWY_SCALAR
-    case 4: return Tile32(static_cast<const uint32_t*>(src), ss, static_cast<uint32_t*>(dst), ds, rows, cols);
-    case 8: return Tile64(static_cast<const uint64_t*>(src), ss, static_cast<uint64_t*>(dst), ds, rows, cols);
+    case 4:
+      return TileLines<uint32_t, Tile32>(static_cast<const uint32_t*>(src), ss, static_cast<uint32_t*>(dst), ds,
+                                         rows, cols);
+    case 8:
+      return TileLines<uint64_t, Tile64>(static_cast<const uint64_t*>(src), ss, static_cast<uint64_t*>(dst), ds,
+                                         rows, cols);
 #else
     case 4:
-      return TileScalar(static_cast<const uint32_t*>(src), ss, static_cast<uint32_t*>(dst), ds, rows, cols);
+      return TileLines<uint32_t, TileScalar<uint32_t>>(static_cast<const uint32_t*>(src), ss,
+                                                       static_cast<uint32_t*>(dst), ds, rows, cols);
     case 8:
-      return TileScalar(static_cast<const uint64_t*>(src), ss, static_cast<uint64_t*>(dst), ds, rows, cols);
+      return TileLines<uint64_t, TileScalar<uint64_t>>(static_cast<const uint64_t*>(src), ss,
+                                                       static_cast<uint64_t*>(dst), ds, rows, cols);
 #endif
     default:
-      return TileScalar(static_cast<const Elem16*>(src), ss, static_cast<Elem16*>(dst), ds, rows, cols);
+      return TileLines<Elem16, TileScalar<Elem16>>(static_cast<const Elem16*>(src), ss,
+                                                   static_cast<Elem16*>(dst), ds, rows, cols);
   }
 }
 
@@ -238,9 +277,10 @@ void Transpose(const void* src, void* dst, const int64_t* shape, int64_t rank, c
   const size_t cols = static_cast<size_t>(dims[r - 1]);
   const size_t srcRowStride = innerMoves ? static_cast<size_t>(inStride[static_cast<size_t>(p[r - 1])]) : 0;
   const size_t dstColStride = static_cast<size_t>(outStride[j]);
-  const size_t rowBlocks = (rows + kTile - 1) / kTile;
+  const size_t blockRows = kBlockBytes / e;  // a multiple of the line tile's side
+  const size_t rowBlocks = (rows + blockRows - 1) / blockRows;
   const int64_t items = outerCount * static_cast<int64_t>(rowBlocks);
-  const int64_t perItem = static_cast<int64_t>(std::min(rows, kTile) * cols);
+  const int64_t perItem = static_cast<int64_t>(std::min(rows, blockRows) * cols);
   const int64_t grain = count >= 2 * kParallelElems ? std::max<int64_t>(1, kParallelElems / perItem) : items;
   ParallelFor(items, grain, [&](int64_t b, int64_t end) {
     // Decompose the first item once, then step the odometer.
@@ -258,10 +298,10 @@ void Transpose(const void* src, void* dst, const int64_t* shape, int64_t rank, c
     }
     for (int64_t it = b; it < end; ++it) {
       if (innerMoves) {
-        const size_t r0 = block * kTile;
+        const size_t r0 = block * blockRows;
         HWY_DYNAMIC_DISPATCH(Transpose2D)(s + (static_cast<size_t>(sOff) + r0 * srcRowStride) * e, srcRowStride,
                                           d + (static_cast<size_t>(dOff) + r0) * e, dstColStride,
-                                          std::min(kTile, rows - r0), cols, e);
+                                          std::min(blockRows, rows - r0), cols, e);
       } else {
         std::memcpy(d + static_cast<size_t>(dOff) * e, s + static_cast<size_t>(sOff) * e, cols * e);
       }

@@ -140,6 +140,35 @@ void InvSqrtDimScale(void* dst, const void* src, int64_t count, int64_t dim, DTy
   }
 }
 
+// torch.softmax / torch.log_softmax(src, dim=1) for src [rows, cols]: each row is the reference
+// Activation.Softmax / LogSoftmax of its cols values (f64, rounded once; NaN or +Inf in a row, or
+// an all -Inf row, gives that row all NaN). dst may be src; other overlaps are processed row by
+// row in order.
+void SoftmaxRowsImpl(std::string_view op, void* dst, const void* src, int64_t rows, int64_t cols, DType dtype,
+                     bool logarithm) {
+  CheckDType(op, "dtype", dtype, kFloatDTypes);
+  CheckNonNegative(op, "rows", rows);
+  CheckNonNegative(op, "cols", cols);
+  const int64_t total = CheckedProduct(op, "rows*cols", rows, cols);
+  CheckPointer(op, "src", src, total);
+  CheckPointer(op, "dst", dst, total);
+  if (total == 0) return;
+  const auto row = Table().*(logarithm ? &KernelTable::Activation_LogSoftmax : &KernelTable::Activation_Softmax);
+  const size_t rowBytes = DTypeStorageBytes(dtype, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    row(static_cast<char*>(dst) + static_cast<size_t>(r) * rowBytes,
+        static_cast<const char*>(src) + static_cast<size_t>(r) * rowBytes, cols, dtype);
+  }
+}
+
+void SoftmaxRows(void* dst, const void* src, int64_t rows, int64_t cols, DType dtype) {
+  SoftmaxRowsImpl("MathExt.SoftmaxRows", dst, src, rows, cols, dtype, false);
+}
+
+void LogSoftmaxRows(void* dst, const void* src, int64_t rows, int64_t cols, DType dtype) {
+  SoftmaxRowsImpl("MathExt.LogSoftmaxRows", dst, src, rows, cols, dtype, true);
+}
+
 }  // namespace math_ext
 
 void RegisterMathExt(KernelTable& table) {
@@ -149,6 +178,8 @@ void RegisterMathExt(KernelTable& table) {
   table.MathExt_Outer = &math_ext::Outer;
   table.MathExt_LogSumExp = &math_ext::LogSumExp;
   table.MathExt_InvSqrtDimScale = &math_ext::InvSqrtDimScale;
+  table.MathExt_SoftmaxRows = &math_ext::SoftmaxRows;
+  table.MathExt_LogSoftmaxRows = &math_ext::LogSoftmaxRows;
 }
 
 }  // namespace backplane::cpu::ref

@@ -58,16 +58,14 @@ OpImpl Param2(Param2Method method, std::string attr1, std::string attr2) {
   return impl;
 }
 
-// Softmax-like: the kernel normalises one vector, so call it per row along the axis.
-OpImpl RowWise(ActivationMethod method) {
+// Softmax-like over an axis: one vector goes to the whole-buffer method (threaded over chunks when
+// long), more rows to the rows method (threaded over rows, the next row prefetched).
+using RowMapMethod = void (MathExtSurface::*)(BP_PARAMS_RowMap);
+OpImpl RowWise(RowMapMethod rows_method, ActivationMethod vector_method) {
   return AxisRowOpImpl(
-      [method](Backend& b, void* dst, const void* src, int64_t rows, int64_t row, DType d) {
-        const size_t row_bytes = DTypeStorageBytes(d, row);
-        for (int64_t r = 0; r < rows; ++r) {
-          (b.Activation().*method)(static_cast<char*>(dst) + static_cast<size_t>(r) * row_bytes,
-                                   static_cast<const char*>(src) + static_cast<size_t>(r) * row_bytes,
-                                   row, d);
-        }
+      [rows_method, vector_method](Backend& b, void* dst, const void* src, int64_t rows, int64_t row, DType d) {
+        if (rows == 1) return (b.Activation().*vector_method)(dst, src, row, d);
+        (b.MathExt().*rows_method)(dst, src, rows, row, d);
       });
 }
 
@@ -151,7 +149,7 @@ void RegisterActivationOps(OpRegistry& r) {
   r.Add("activation.swiglu", Packed(&S::SwiGLU));
   r.Add("math.exp", Unary(&S::Exp));
   r.Add("math.log", Unary(&S::Log));
-  r.Add("math.softmax", RowWise(&S::Softmax));
+  r.Add("math.softmax", RowWise(&MathExtSurface::SoftmaxRows, &S::Softmax));
   r.Add("activation.leaky_relu", LeakyReLU());
 
   r.Add("activation.log1p", Unary(&S::Log1p));
@@ -170,7 +168,7 @@ void RegisterActivationOps(OpRegistry& r) {
   r.Add("activation.hard_gelu", Unary(&S::HardGelu));
   r.Add("activation.quick_gelu", Unary(&S::QuickGelu));
   r.Add("activation.tanh_shrink", Unary(&S::TanhShrink));
-  r.Add("activation.log_softmax", RowWise(&S::LogSoftmax));
+  r.Add("activation.log_softmax", RowWise(&MathExtSurface::LogSoftmaxRows, &S::LogSoftmax));
 
   r.Add("activation.prelu", Param1(&S::PReLU, "slope"));
   r.Add("activation.leaky_relu_slope", Param1(&S::LeakyReLUSlope, "slope"));

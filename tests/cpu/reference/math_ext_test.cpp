@@ -130,9 +130,33 @@ class MathExtTest : public ::testing::Test {
     EXPECT_TRUE(test::AllClose(dst, c["dst"].get<std::vector<double>>(), DefaultTolerance(dtype)));
     EXPECT_TRUE(dst.GuardIntact());
   }
+
+  void CheckSoftmaxRowsCase(DType dtype, const json& c) {
+    const int64_t rows = c["rows"], cols = c["cols"];
+    SCOPED_TRACE(std::string(DTypeName(dtype)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+    const Buffer src = FromGolden(dtype, c["src"]);
+    Buffer sm(dtype, rows * cols), lsm(dtype, rows * cols);
+    sm.Poison();
+    lsm.Poison();
+    math().SoftmaxRows(sm.data(), src.data(), rows, cols, dtype);
+    math().LogSoftmaxRows(lsm.data(), src.data(), rows, cols, dtype);
+    EXPECT_TRUE(test::AllClose(sm, c["softmax"].get<std::vector<double>>(), DefaultTolerance(dtype)));
+    EXPECT_TRUE(test::AllClose(lsm, c["log_softmax"].get<std::vector<double>>(), DefaultTolerance(dtype)));
+    EXPECT_TRUE(sm.GuardIntact());
+    EXPECT_TRUE(lsm.GuardIntact());
+  }
 };
 
 // ---- Golden data -------------------------------------------------------------------------------
+
+TEST_F(MathExtTest, SoftmaxRowsMatchGolden) {
+  int cases = 0;
+  for (const json& c : Golden("math_ext_softmax_rows.json")["cases"]) {
+    CheckSoftmaxRowsCase(*DTypeFromName(c["dtype"].get<std::string>()), c);
+    ++cases;
+  }
+  EXPECT_EQ(cases, 4 * 6);
+}
 
 TEST_F(MathExtTest, SinCosSignMatchGolden) {
   int cases = 0;
@@ -310,6 +334,40 @@ TEST_F(MathExtTest, LogSumExpSpecialValues) {
                           DefaultTolerance(DType::Float32)));
 }
 
+// torch.softmax / log_softmax row by row: a row with NaN or +Inf, or all -Inf, is all NaN; -Inf
+// entries of a finite row give 0 (log: -Inf); the other rows are untouched by a bad one.
+TEST_F(MathExtTest, SoftmaxRowsSpecialValues) {
+  for (DType dtype : test::FloatDTypes()) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const Buffer x = FromDoubles(dtype, {-kInf, -kInf,  //
+                                         kNaN, 1.0,     //
+                                         kInf, 0.0,     //
+                                         -kInf, 3.0,    //
+                                         1000.0, 1000.0});
+    Buffer sm(dtype, 10), lsm(dtype, 10);
+    math().SoftmaxRows(sm.data(), x.data(), 5, 2, dtype);
+    math().LogSoftmaxRows(lsm.data(), x.data(), 5, 2, dtype);
+    for (int64_t i = 0; i < 6; ++i) {
+      EXPECT_TRUE(std::isnan(sm.Get(i))) << i;
+      EXPECT_TRUE(std::isnan(lsm.Get(i))) << i;
+    }
+    EXPECT_EQ(sm.Get(6), 0.0);
+    EXPECT_EQ(sm.Get(7), 1.0);
+    EXPECT_EQ(lsm.Get(6), -kInf);
+    EXPECT_EQ(lsm.Get(7), 0.0);
+    EXPECT_EQ(sm.Get(8), 0.5) << "stable: exp(1000) overflows without the max shift";
+    EXPECT_TRUE(test::Close(lsm.Get(9), -std::log(2.0), DefaultTolerance(dtype)));
+  }
+  // In place: dst == src gives the same rows.
+  const Buffer x = FromDoubles(DType::Float32, {0.0, 1.0, 2.0, 3.0});
+  Buffer y = FromDoubles(DType::Float32, {0.0, 1.0, 2.0, 3.0});
+  math().SoftmaxRows(y.data(), y.data(), 2, 2, DType::Float32);
+  const double e = std::exp(1.0);
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_TRUE(test::Close(y.Get(i), (i % 2 == 0 ? 1.0 : e) / (1.0 + e), DefaultTolerance(DType::Float32))) << i;
+  }
+}
+
 TEST_F(MathExtTest, InvSqrtDimScaleSpecialValues) {
   for (DType dtype : test::FloatDTypes()) {
     SCOPED_TRACE(DTypeName(dtype));
@@ -343,6 +401,8 @@ TEST_F(MathExtTest, AcceptedDTypesAreExactlyTheFloatFormats) {
       {"MathExt.LogSumExp", [&](DType d) { math().LogSumExp(v.data(), o.data(), 2, 2, d); }},
       {"MathExt.InvSqrtDimScale",
        [&](DType d) { math().InvSqrtDimScale(o.data(), v.data(), 4, 8, d); }},
+      {"MathExt.SoftmaxRows", [&](DType d) { math().SoftmaxRows(o.data(), v.data(), 2, 2, d); }},
+      {"MathExt.LogSoftmaxRows", [&](DType d) { math().LogSoftmaxRows(o.data(), v.data(), 2, 2, d); }},
   };
   std::vector<std::pair<std::string, std::function<void(DType)>>> empty_calls = {
       {"MathExt.Sin", [&](DType d) { math().Sin(nullptr, nullptr, 0, d); }},
@@ -352,6 +412,8 @@ TEST_F(MathExtTest, AcceptedDTypesAreExactlyTheFloatFormats) {
       {"MathExt.LogSumExp", [&](DType d) { math().LogSumExp(nullptr, nullptr, 0, 0, d); }},
       {"MathExt.InvSqrtDimScale",
        [&](DType d) { math().InvSqrtDimScale(nullptr, nullptr, 0, 1, d); }},
+      {"MathExt.SoftmaxRows", [&](DType d) { math().SoftmaxRows(nullptr, nullptr, 0, 0, d); }},
+      {"MathExt.LogSoftmaxRows", [&](DType d) { math().LogSoftmaxRows(nullptr, nullptr, 0, 0, d); }},
   };
   std::vector<DType> dtypes(AllDTypes().begin(), AllDTypes().end());
   dtypes.push_back(DType::Invalid);
@@ -442,6 +504,34 @@ TEST_F(MathExtTest, OuterRejectsBadArguments) {
   // An empty side needs no buffer on either side of the product: [0, 2] and [3, 0].
   EXPECT_NO_THROW(math().Outer(nullptr, b.data(), nullptr, 0, 2, DType::Float32));
   EXPECT_NO_THROW(math().Outer(a.data(), nullptr, nullptr, 3, 0, DType::Float32));
+}
+
+TEST_F(MathExtTest, SoftmaxRowsRejectBadArguments) {
+  const Buffer x = test::RandomBuffer(DType::Float32, 6, 1);
+  Buffer out(DType::Float32, 6);
+  out.Poison();
+  for (const bool lg : {false, true}) {
+    const std::string name = lg ? "MathExt.LogSoftmaxRows" : "MathExt.SoftmaxRows";
+    SCOPED_TRACE(name);
+    auto call = [&](void* d, const void* s, int64_t rows, int64_t cols, DType dtype) {
+      return [=, this] {
+        lg ? math().LogSoftmaxRows(d, s, rows, cols, dtype) : math().SoftmaxRows(d, s, rows, cols, dtype);
+      };
+    };
+    EXPECT_TRUE(test::ThrowsError(call(out.data(), x.data(), -1, 3, DType::Float32), ErrorCode::InvalidArgument,
+                                  {name, "'rows'", "-1"}));
+    EXPECT_TRUE(test::ThrowsError(call(out.data(), x.data(), 2, -3, DType::Float32), ErrorCode::InvalidArgument,
+                                  {name, "'cols'", "-3"}));
+    EXPECT_TRUE(test::ThrowsError(call(out.data(), x.data(), int64_t{1} << 40, int64_t{1} << 40, DType::Float32),
+                                  ErrorCode::InvalidArgument, {name, "'rows*cols'"}));
+    EXPECT_TRUE(test::ThrowsError(call(out.data(), nullptr, 2, 3, DType::Float32), ErrorCode::InvalidArgument,
+                                  {name, "'src'"}));
+    EXPECT_TRUE(test::ThrowsError(call(nullptr, x.data(), 2, 3, DType::Float32), ErrorCode::InvalidArgument,
+                                  {name, "'dst'"}));
+    EXPECT_TRUE(test::ThrowsError(call(out.data(), x.data(), 2, 3, DType::Int32), ErrorCode::UnsupportedDType,
+                                  {name, "'dtype'"}));
+    EXPECT_TRUE(out.IsPoisoned());
+  }
 }
 
 TEST_F(MathExtTest, LogSumExpRejectsBadArguments) {
