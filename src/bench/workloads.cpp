@@ -47,14 +47,14 @@ Workload Matmul(int64_t n) {
           }};
 }
 
-// Matmul on Backplane's own packed f32 GEMM (BACKPLANE_GEMM=own), beside the default path.
-Workload MatmulOwnGemm(int64_t n) {
+// Matmul on OpenBLAS (BACKPLANE_GEMM=openblas), beside the default (own GEMM) path.
+Workload MatmulOpenBlasPath(int64_t n) {
   Workload w = Matmul(n);
-  w.shape += " own GEMM";
+  w.shape += " OpenBLAS path";
   w.setup = [matmul = w.setup](Backend& b) {
     return std::function<void()>([call = matmul(b)] {
       const cpu::GemmPath saved = cpu::CurrentGemmPath();
-      cpu::SetGemmPath(cpu::GemmPath::Own);
+      cpu::SetGemmPath(cpu::GemmPath::OpenBlas);
       call();
       cpu::SetGemmPath(saved);
     });
@@ -244,7 +244,7 @@ std::vector<Workload> Workloads() {
                }});
   for (int64_t n : {512, 1024, 2048}) {
     w.push_back(Matmul(n));
-    w.push_back(MatmulOwnGemm(n));
+    w.push_back(MatmulOpenBlasPath(n));
     w.push_back(OpenBlasSgemm(n));
     if (auto peer = OneDnnSgemm(n)) w.push_back(*peer);
   }

@@ -16,8 +16,8 @@ std::atomic<int> g_path{-1};
 
 GemmPath FromEnvironment() {
   const char* env = std::getenv("BACKPLANE_GEMM");
-  if (env == nullptr || *env == '\0' || std::string_view(env) == "openblas") return GemmPath::OpenBlas;
-  if (std::string_view(env) == "own") return GemmPath::Own;
+  if (env == nullptr || *env == '\0' || std::string_view(env) == "own") return GemmPath::Own;
+  if (std::string_view(env) == "openblas") return GemmPath::OpenBlas;
   ThrowInvalidArgument("BACKPLANE_GEMM", "BACKPLANE_GEMM", "'openblas' or 'own'", fmt::format("'{}'", env));
 }
 

@@ -46,6 +46,7 @@ INSTANTIATE_TEST_SUITE_P(RunnableTargets, ConformanceOnTarget, ::testing::Values
 
 // Both f32 GEMM paths (backplane/cpu/gemm_path.hpp), on every target, for A B and A B^T.
 TEST(Conformance, EveryGemmPathMatchesTheReference) {
+  const cpu::GemmPath saved = cpu::CurrentGemmPath();
   for (const cpu::GemmPath path : {cpu::GemmPath::Own, cpu::GemmPath::OpenBlas}) {
     cpu::SetGemmPath(path);
     for (const char* op : {"math.matmul", "projection.linear"}) {
@@ -60,7 +61,7 @@ TEST(Conformance, EveryGemmPathMatchesTheReference) {
       EXPECT_EQ(verified, 4 * static_cast<int>(cpu::RunnableTargets().size())) << cpu::GemmPathName(path) << " " << op;
     }
   }
-  cpu::SetGemmPath(cpu::GemmPath::OpenBlas);
+  cpu::SetGemmPath(saved);
 }
 
 TEST(Conformance, ForcingATargetChangesDispatch) {

@@ -469,7 +469,9 @@ std::vector<ReductionCase> ReductionCases() {
          return Call("math.matmul",
                      {Filled(D::Float32, {768, 256}, 33), Filled(D::Float32, {256, 256}, 34)});
        },
-       kBitIdentical},
+       // The own GEMM sums each output in k order on every target: bit-identical where MulAdd is
+       // an FMA (AVX2, AVX-512); SSE4, SSSE3 and scalar round the product and the sum apart.
+       ScaledUlp(8)},
       {"matmul_f64",
        [] {
          return Call("math.matmul",
@@ -488,7 +490,7 @@ std::vector<ReductionCase> ReductionCases() {
                      {Filled(D::Float32, {4, 32, 64, 64}, 39),
                       Filled(D::Float32, {64, 32, 3, 3}, 40), Filled(D::Float32, {64}, 41)});
        },
-       kBitIdentical},
+       ScaledUlp(8)},  // the own GEMM, as matmul_f32
       {"mse_f32",
        [=] {
          return Call("train.loss.mse",

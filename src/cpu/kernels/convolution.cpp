@@ -2,9 +2,9 @@
 // ConvTranspose2D (GEMM + col2im), NCL / NCHW / NCDHW.
 //
 // Forward: per image, the columns col[ci, k...][o...] hold the input tap each output reads (0 where
-// the tap falls in the padding), then out[n] = W[Cout, Cin*k...] * col + bias with OpenBLAS
-// (cblas_sgemm for f32, f16 and bf16 widened to f32 and narrowed once with round-to-nearest-even,
-// cblas_dgemm for f64). The padding zeros take part in the products, so where a weight is
+// the tap falls in the padding), then out[n] = W[Cout, Cin*k...] * col + bias on the own packed
+// f32 GEMM (BLAS with BACKPLANE_GEMM=openblas; f16 and bf16 widened to f32 and narrowed once with
+// round-to-nearest-even) or cblas_dgemm for f64. The padding zeros take part in the products, so where a weight is
 // non-finite (0 * Inf = NaN, which the reference never computes: it skips padded taps) the
 // outputs whose window touches the padding are recomputed exactly, in f64 over the in-bounds taps.
 // Transposed: cols[co, kh, kw][ih, iw] = sum_ci W[ci, co, kh, kw] * in[n, ci, ih, iw] (one GEMM),
@@ -53,7 +53,9 @@ HWY_AFTER_NAMESPACE();
 #include <functional>
 #include <vector>
 
+#include "backplane/cpu/gemm_path.hpp"
 #include "backplane/cpu/threads.hpp"
+#include "cpu/kernels/own_gemm.hpp"
 #include "cpu/kernels/serial_blas.hpp"
 #include "cpu/kernels/simd.hpp"
 
@@ -138,9 +140,17 @@ bool Overlaps(const void* a, size_t abytes, const void* b, size_t bbytes) {
 }
 
 // C[m x n] += op(A) * B, row-major with leading dimensions ldb and ldc; transA: A is stored
-// [k x m]. Blocks of 2048 columns (or 256 rows) run on our pool when the product is large.
+// [k x m]. f32 A * B with at least kOwnGemmMinRows rows runs on the own packed GEMM (unless
+// BACKPLANE_GEMM=openblas); the rest on BLAS in blocks of 2048 columns (or 256 rows), on our pool
+// when the product is large. threads = false: the caller already runs in parallel.
 template <class T>
-void Gemm(bool transA, int m, int n, int k, const T* a, const T* b, int ldb, T* c, int ldc) {
+void Gemm(bool transA, int m, int n, int k, const T* a, const T* b, int ldb, T* c, int ldc, bool threads) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!transA && static_cast<size_t>(m) >= kOwnGemmMinRows && CurrentGemmPath() == GemmPath::Own) {
+      return OwnGemmF32(a, static_cast<size_t>(k), b, static_cast<size_t>(ldb), c, static_cast<size_t>(ldc),
+                        static_cast<size_t>(m), static_cast<size_t>(k), static_cast<size_t>(n), true, threads);
+    }
+  }
   const auto ta = transA ? CblasTrans : CblasNoTrans;
   const int lda = transA ? m : k;
   constexpr int kRows = 256, kCols = 2048;
@@ -168,7 +178,7 @@ void Gemm(bool transA, int m, int n, int k, const T* a, const T* b, int ldb, T* 
       }
     }
   };
-  if (blocks > 1 && static_cast<double>(m) * n * k >= 1e7) {
+  if (threads && blocks > 1 && static_cast<double>(m) * n * k >= 1e7) {
     ParallelFor(blocks, 1, run);
   } else {
     run(0, blocks);
@@ -356,6 +366,9 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
       pointwise
           ? outRows
           : std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(K * outW, 1), 1, outRows);
+  const double work =
+      static_cast<double>(batch) * static_cast<double>(perImageOut) * static_cast<double>(K);
+  const bool imagesInParallel = batch > 1 && work >= 1e7 && NumThreads() > 1;
   auto image = [&](int64_t n0, int64_t n1) {
     std::vector<T> col(pointwise ? 0 : static_cast<size_t>(K * chunkRows * outW));
     std::vector<T> ytmp(direct ? 0 : static_cast<size_t>(perImageOut));
@@ -381,15 +394,13 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
           cols = col.data();
         }
         Gemm<T>(false, static_cast<int>(outC), static_cast<int>(width), static_cast<int>(K), w.data,
-                cols, static_cast<int>(width), y + r0 * outW, static_cast<int>(p.outV));
+                cols, static_cast<int>(width), y + r0 * outW, static_cast<int>(p.outV), !imagesInParallel);
       }
       for (int64_t co : badChannels) ExactBorder<T>(ax, x, w.data, b.data, inC, co, y);
       if (!direct) StoreOut<T>(y, dst, n * perImageOut, perImageOut, dtype);
     }
   };
-  const double work =
-      static_cast<double>(batch) * static_cast<double>(perImageOut) * static_cast<double>(K);
-  if (batch > 1 && work >= 1e7 && NumThreads() > 1) {
+  if (imagesInParallel) {
     ParallelFor(batch, 1, image);
   } else {
     image(0, batch);
@@ -414,6 +425,9 @@ void TransposedTyped(const Axes& ax, const Plan& p, const void* in, const void* 
   std::vector<uint8_t> aside(alias ? outBytes : 0);
   void* dst = alias ? static_cast<void*>(aside.data()) : out;
   const int64_t perImageOut = outC * p.outV;
+  const double work =
+      static_cast<double>(batch) * static_cast<double>(M) * static_cast<double>(p.inV * inC);
+  const bool imagesInParallel = batch > 1 && work >= 1e7 && NumThreads() > 1;
   auto image = [&](int64_t n0, int64_t n1) {
     std::vector<T> cols(static_cast<size_t>(M * p.inV));
     std::vector<T> ytmp(direct ? 0 : static_cast<size_t>(perImageOut));
@@ -434,7 +448,7 @@ void TransposedTyped(const Axes& ax, const Plan& p, const void* in, const void* 
       if (inC > 0 && p.inV > 0) {
         std::fill(cols.begin(), cols.end(), T(0));
         Gemm<T>(true, static_cast<int>(M), static_cast<int>(p.inV), static_cast<int>(inC), w.data,
-                x, static_cast<int>(p.inV), cols.data(), static_cast<int>(p.inV));
+                x, static_cast<int>(p.inV), cols.data(), static_cast<int>(p.inV), !imagesInParallel);
         // col2im: entry (co, kh, kw, ih, iw) lands on (ih*s - p + kh*d, iw*s - p + kw*d).
         for (int64_t co = 0; co < outC; ++co) {
           T* yc = y + co * p.outV;
@@ -458,9 +472,7 @@ void TransposedTyped(const Axes& ax, const Plan& p, const void* in, const void* 
       if (!direct) StoreOut<T>(y, dst, n * perImageOut, perImageOut, dtype);
     }
   };
-  const double work =
-      static_cast<double>(batch) * static_cast<double>(M) * static_cast<double>(p.inV * inC);
-  if (batch > 1 && work >= 1e7 && NumThreads() > 1) {
+  if (imagesInParallel) {
     ParallelFor(batch, 1, image);
   } else {
     image(0, batch);

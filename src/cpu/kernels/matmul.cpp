@@ -4,13 +4,14 @@
 //   dot product in f64 in k order, vectorised over output columns, and rounds once, exactly as
 //   the reference does (the products of f32/f16/bf16 values are exact in f64, and f64 uses a
 //   separate multiply and add), so small results are bit-identical to the reference.
-// - f32 otherwise: OpenBLAS cblas_sgemm / cblas_sgemv; with BACKPLANE_GEMM=own
-//   (backplane/cpu/gemm_path.hpp) our packed GEMM below (6 x 2-vector register tiles
-//   accumulating in f32 in k order, tasks over row blocks and column groups), few rows streaming
-//   B, one column as dot products.
+// - f32 otherwise: our packed GEMM below (6 x 2-vector register tiles accumulating in f32 in k
+//   order, tasks over row blocks and column groups), few rows streaming B, one column as dot
+//   products; with BACKPLANE_GEMM=openblas (backplane/cpu/gemm_path.hpp) OpenBLAS cblas_sgemm /
+//   cblas_sgemv.
 // - f64 otherwise: OpenBLAS cblas_dgemm (cblas_dgemv for a single row or column).
 // - f16 / bf16 otherwise: the same packed GEMM, operands widened to f32 while packing, and one
-//   round-to-nearest-even narrowing at the end.
+//   round-to-nearest-even narrowing at the end; bf16 on the AVX-512 target of a CPU with
+//   AVX512-BF16 runs vdpbf16ps instead (matmul_bf16_dot.cpp), accumulating in f32 as well.
 // The large paths differ from the reference by the summation order and precision only; the
 // conformance runner (src/conformance/runners_nn.cpp) checks them against the GEMM error bound
 // tol.rel * sum_k |a_ik||b_kj| + tol.abs. Anything unusual (bad dtype, negative or overflowing
@@ -21,6 +22,7 @@
 #include <hwy/highway.h>
 
 #include "cpu/kernels/convert-inl.h"
+#include "cpu/kernels/matmul_bf16_dot.hpp"
 
 #ifndef BACKPLANE_CPU_KERNELS_MATMUL_SHARED_
 #define BACKPLANE_CPU_KERNELS_MATMUL_SHARED_
@@ -249,17 +251,20 @@ HWY_NOINLINE void MicroTile(const float* HWY_RESTRICT ap, const float* HWY_RESTR
   }
 }
 
-// c (f32, [rows, cols]) = a * b for storage kSrc, packed and blocked (b is [cols, inner] with
-// kTransB). Tasks are (row block, column group) pairs, so few-row products use every thread too;
-// each output's sum runs over k in the same order whatever the split.
+// c (f32, [rows, cols], leading dimension ldc) = a * b, or c += a * b with addToC, for storage
+// kSrc, packed and blocked (a [rows, inner] with leading dimension lda; b [inner, cols], or
+// [cols, inner] with kTransB, leading dimension ldb). Tasks are (row block, column group) pairs,
+// so few-row products use every thread too (unless !threads: the caller runs in parallel); each
+// output's sum runs over k in the same order whatever the split.
 template <int kSrc, bool kTransB = false>
-void PackedGemm(const void* a, const void* b, float* c, size_t rows, size_t inner, size_t cols) {
+void PackedGemm(const void* a, size_t lda, const void* b, size_t ldb, float* c, size_t ldc, size_t rows, size_t inner,
+                size_t cols, bool addToC = false, bool threads = true) {
   const hn::ScalableTag<float> df;
   const size_t nr = 2 * hn::Lanes(df);
   const size_t ncMax = kNC < cols ? kNC : cols;
   const size_t panelsMax = (ncMax + nr - 1) / nr;
   auto bpack = hwy::AllocateAligned<float>(panelsMax * nr * kKC);
-  const bool parallel = rows * inner * cols >= (size_t{1} << 21);
+  const bool parallel = threads && rows * inner * cols >= (size_t{1} << 21);
   // Row blocks of at most kMC rows, as even as whole tiles allow (so threads get equal work).
   const size_t rowBlocks = (rows + kMC - 1) / kMC;
   const size_t blockRows = ((rows + rowBlocks - 1) / rowBlocks + kMR - 1) / kMR * kMR;
@@ -275,13 +280,13 @@ void PackedGemm(const void* a, const void* b, float* c, size_t rows, size_t inne
       if (parallel && panels >= 8) {  // panels of 4 x 2 vectors per chunk, each packed independently
         ParallelFor(static_cast<int64_t>((panels + 3) / 4), 1, [&](int64_t begin, int64_t end) {
           const size_t p0 = static_cast<size_t>(begin) * 4, p1 = std::min(panels, static_cast<size_t>(end) * 4);
-          PackB<kSrc, kTransB>(b, kTransB ? inner : cols, k0, kc, j0 + p0 * nr, std::min(nc, p1 * nr) - p0 * nr,
+          PackB<kSrc, kTransB>(b, ldb, k0, kc, j0 + p0 * nr, std::min(nc, p1 * nr) - p0 * nr,
                                bpack.get() + p0 * kc * nr);
         });
       } else {
-        PackB<kSrc, kTransB>(b, kTransB ? inner : cols, k0, kc, j0, nc, bpack.get());
+        PackB<kSrc, kTransB>(b, ldb, k0, kc, j0, nc, bpack.get());
       }
-      const bool accumulate = k0 > 0;
+      const bool accumulate = addToC || k0 > 0;
       const float* bp = bpack.get();
       auto task = [&](int64_t begin, int64_t end) {
         auto apack = hwy::AllocateAligned<float>(kMC * kKC);
@@ -290,14 +295,14 @@ void PackedGemm(const void* a, const void* b, float* c, size_t rows, size_t inne
           const size_t i0 = blk * blockRows;
           if (i0 >= rows) continue;
           const size_t mc = rows - i0 < blockRows ? rows - i0 : blockRows;
-          PackA<kSrc>(a, inner, i0, mc, k0, kc, apack.get());
+          PackA<kSrc>(a, lda, i0, mc, k0, kc, apack.get());
           const size_t pEnd = (group + 1) * perGroup < panels ? (group + 1) * perGroup : panels;
           for (size_t p = group * perGroup; p < pEnd; ++p) {
             const size_t width = nc - p * nr < nr ? nc - p * nr : nr;
             for (size_t q = 0; q * kMR < mc; ++q) {
               const size_t height = mc - q * kMR < kMR ? mc - q * kMR : kMR;
               MicroTile(apack.get() + q * kc * kMR, bp + p * kc * nr, kc,
-                        c + (i0 + q * kMR) * cols + j0 + p * nr, cols, height, width, accumulate);
+                        c + (i0 + q * kMR) * ldc + j0 + p * nr, ldc, height, width, accumulate);
             }
           }
         }
@@ -391,6 +396,12 @@ void FewRowsGemm(const void* a, const void* b, float* c, size_t rows, size_t inn
 void HalfGemm(const uint16_t* a, const uint16_t* b, uint16_t* out, size_t rows, size_t inner,
               size_t cols, bool bf16) {
   auto c = hwy::AllocateAligned<float>(rows * cols);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (bf16 && rows >= kMR && HasBf16DotGemm()) {  // vdpbf16ps: twice the multiply-adds per instruction
+    Bf16DotGemm(a, b, c.get(), rows, inner, cols);
+    return NarrowBlock(c.get(), out, rows * cols, true);
+  }
+#endif
   if (rows < kMR) {
     if (bf16) {
       FewRowsGemm<kBF16>(a, b, c.get(), rows, inner, cols);
@@ -398,9 +409,9 @@ void HalfGemm(const uint16_t* a, const uint16_t* b, uint16_t* out, size_t rows, 
       FewRowsGemm<kF16>(a, b, c.get(), rows, inner, cols);
     }
   } else if (bf16) {
-    PackedGemm<kBF16>(a, b, c.get(), rows, inner, cols);
+    PackedGemm<kBF16>(a, inner, b, cols, c.get(), cols, rows, inner, cols);
   } else {
-    PackedGemm<kF16>(a, b, c.get(), rows, inner, cols);
+    PackedGemm<kF16>(a, inner, b, cols, c.get(), cols, rows, inner, cols);
   }
   NarrowBlock(c.get(), out, rows * cols, bf16);
 }
@@ -413,10 +424,16 @@ void F32Gemm(const float* a, const float* b, float* c, size_t rows, size_t inner
   if (cols == 1) return FewRowsTransB(a, b, c, rows, inner, 1);
   if (trans_b) {
     if (rows < kMR) return FewRowsTransB(a, b, c, rows, inner, cols);
-    return PackedGemm<kF32, true>(a, b, c, rows, inner, cols);
+    return PackedGemm<kF32, true>(a, inner, b, inner, c, cols, rows, inner, cols);
   }
   if (rows < kMR) return FewRowsGemm<kF32>(a, b, c, rows, inner, cols);
-  PackedGemm<kF32>(a, b, c, rows, inner, cols);
+  PackedGemm<kF32>(a, inner, b, cols, c, cols, rows, inner, cols);
+}
+
+// c (+)= a * b with leading dimensions (see PackedGemm), f32, rows >= kMR; c must not overlap a or b.
+void F32GemmStrided(const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc, size_t rows,
+                    size_t inner, size_t cols, bool addToC, bool threads) {
+  PackedGemm<kF32>(a, lda, b, ldb, c, ldc, rows, inner, cols, addToC, threads);
 }
 
 // c [rows, cols] = a [rows, inner] * b^T, b [cols, inner], f32, for few rows (a stays in L1): tiles
@@ -507,6 +524,7 @@ HWY_AFTER_NAMESPACE();
 #include "backplane/cpu/threads.hpp"
 #include "cpu/kernels/storage.hpp"
 #include "cpu/kernels/serial_blas.hpp"
+#include "cpu/kernels/own_gemm.hpp"
 #include "cpu/kernels/simd.hpp"
 
 namespace backplane::cpu::simd {
@@ -514,6 +532,12 @@ HWY_EXPORT(ExactRows);
 HWY_EXPORT(HalfGemm);
 HWY_EXPORT(FewRowsTransB);
 HWY_EXPORT(F32Gemm);
+HWY_EXPORT(F32GemmStrided);
+
+void OwnGemmF32(const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc, size_t rows,
+                size_t inner, size_t cols, bool add_to_c, bool threads) {
+  HWY_DYNAMIC_DISPATCH(F32GemmStrided)(a, lda, b, ldb, c, ldc, rows, inner, cols, add_to_c, threads);
+}
 
 namespace {
 
