@@ -360,12 +360,13 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
   const bool pointwise = std::all_of(ax.begin(), ax.end(), [](const Axis& a) {
     return a.kernel == 1 && a.stride == 1 && a.padding == 0;
   });
-  // The columns are built for chunks of output rows of about 2^20 elements (L2/L3 sized).
+  // The columns are built for chunks of output rows of about 2^17 elements (512 KiB: they and the
+  // GEMM's packed copy stay in L2; measured best of 2^15 .. 2^20 for 3x3, 64 channels, 56x56).
   const int64_t outRows = ax[0].out * ax[1].out, outW = ax[2].out;
   const int64_t chunkRows =
       pointwise
           ? outRows
-          : std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(K * outW, 1), 1, outRows);
+          : std::clamp<int64_t>((int64_t{1} << 17) / std::max<int64_t>(K * outW, 1), 1, outRows);
   const double work =
       static_cast<double>(batch) * static_cast<double>(perImageOut) * static_cast<double>(K);
   const bool imagesInParallel = batch > 1 && work >= 1e7 && NumThreads() > 1;
