@@ -552,6 +552,20 @@ std::vector<uint8_t> SpecialRows(DType dtype, int64_t rows, int64_t cols, uint64
   return x;
 }
 
+// The argument errors of a [rows, cols] method: call(rows, cols, dtype, src, dst) makes the case.
+template <class MakeCase>
+void ExpectRowArgumentErrors(const RunContext& c, const MakeCase& call, Measure& m) {
+  const auto a = RandomStorage(c.dtype, 12, 1);
+  std::vector<uint8_t> out(64, kGuard);
+  ExpectSameError("rows=-1", call(-1, 3, c.dtype, a.data(), out.data()), m);
+  ExpectSameError("cols=-1", call(3, -1, c.dtype, a.data(), out.data()), m);
+  ExpectSameError("dtype int8", call(2, 3, DType::Int8, a.data(), out.data()), m);
+  ExpectSameError("null src", call(2, 3, c.dtype, nullptr, out.data()), m);
+  ExpectSameError("null dst", call(2, 3, c.dtype, a.data(), nullptr), m);
+  ExpectSameError("rows*cols overflows",
+                  call(int64_t{1} << 40, int64_t{1} << 40, c.dtype, a.data(), out.data()), m);
+}
+
 Measure RunRowReduce(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   const QuickThreads threads(c);
   Measure m;
@@ -580,20 +594,11 @@ Measure RunRowReduce(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       CompareStorage(got, want, c.dtype, s.out, tol, where, m);
     }
   }
-  const auto a = RandomStorage(c.dtype, 12, 1);
-  std::vector<uint8_t> out(64, kGuard);
-  auto call = [&](int64_t rows, int64_t cols, DType dtype, const void* src, void* dst) {
+  ExpectRowArgumentErrors(c, [&](int64_t rows, int64_t cols, DType dtype, const void* src, void* dst) {
     return [&, rows, cols, dtype, src, dst](bool reference) {
       Unerase<RowReduceFn>(reference ? ref : fast)(src, dst, rows, cols, dtype);
     };
-  };
-  ExpectSameError("rows=-1", call(-1, 3, c.dtype, a.data(), out.data()), m);
-  ExpectSameError("cols=-1", call(3, -1, c.dtype, a.data(), out.data()), m);
-  ExpectSameError("dtype int8", call(2, 3, DType::Int8, a.data(), out.data()), m);
-  ExpectSameError("null src", call(2, 3, c.dtype, nullptr, out.data()), m);
-  ExpectSameError("null dst", call(2, 3, c.dtype, a.data(), nullptr), m);
-  ExpectSameError("rows*cols overflows",
-                  call(int64_t{1} << 40, int64_t{1} << 40, c.dtype, a.data(), out.data()), m);
+  }, m);
   return m;
 }
 
@@ -646,20 +651,11 @@ Measure RunRowMap(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       }
     }
   }
-  const auto a = RandomStorage(c.dtype, 12, 1);
-  std::vector<uint8_t> out(64, kGuard);
-  auto call = [&](int64_t rows, int64_t cols, DType dtype, const void* src, void* dst) {
+  ExpectRowArgumentErrors(c, [&](int64_t rows, int64_t cols, DType dtype, const void* src, void* dst) {
     return [&, rows, cols, dtype, src, dst](bool reference) {
       Unerase<RowMapFn>(reference ? ref : fast)(dst, src, rows, cols, dtype);
     };
-  };
-  ExpectSameError("rows=-1", call(-1, 3, c.dtype, a.data(), out.data()), m);
-  ExpectSameError("cols=-1", call(3, -1, c.dtype, a.data(), out.data()), m);
-  ExpectSameError("dtype int8", call(2, 3, DType::Int8, a.data(), out.data()), m);
-  ExpectSameError("null src", call(2, 3, c.dtype, nullptr, out.data()), m);
-  ExpectSameError("null dst", call(2, 3, c.dtype, a.data(), nullptr), m);
-  ExpectSameError("rows*cols overflows",
-                  call(int64_t{1} << 40, int64_t{1} << 40, c.dtype, a.data(), out.data()), m);
+  }, m);
   return m;
 }
 

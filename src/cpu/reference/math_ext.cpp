@@ -36,6 +36,19 @@ int64_t CheckedProduct(std::string_view op, std::string_view arg, int64_t a, int
   return product;
 }
 
+// The checks of a [rows, cols] method with src [rows, cols] and dst of dst_count elements (-1:
+// [rows, cols]); returns rows * cols.
+int64_t CheckRowsArguments(std::string_view op, const void* src, const void* dst, int64_t rows, int64_t cols,
+                           DType dtype, int64_t dst_count) {
+  CheckDType(op, "dtype", dtype, kFloatDTypes);
+  CheckNonNegative(op, "rows", rows);
+  CheckNonNegative(op, "cols", cols);
+  const int64_t total = CheckedProduct(op, "rows*cols", rows, cols);
+  CheckPointer(op, "src", src, total);
+  CheckPointer(op, "dst", dst, dst_count < 0 ? total : dst_count);
+  return total;
+}
+
 // dst[i] = f(src[i]) in the compute type T of the storage format.
 template <class F>
 void ApplyUnary(std::string_view op, void* dst, const void* src, int64_t count, DType dtype, F f) {
@@ -101,12 +114,7 @@ void Outer(const void* left, const void* right, void* out, int64_t rows, int64_t
 void LogSumExp(const void* src, void* dst, int64_t rows, int64_t cols, DType dtype) {
   constexpr std::string_view kOp = "MathExt.LogSumExp";
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  CheckDType(kOp, "dtype", dtype, kFloatDTypes);
-  CheckNonNegative(kOp, "rows", rows);
-  CheckNonNegative(kOp, "cols", cols);
-  const int64_t total = CheckedProduct(kOp, "rows*cols", rows, cols);
-  CheckPointer(kOp, "src", src, total);
-  CheckPointer(kOp, "dst", dst, rows);
+  CheckRowsArguments(kOp, src, dst, rows, cols, dtype, rows);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t row = r * cols;
     double m = -kInf;
@@ -146,12 +154,7 @@ void InvSqrtDimScale(void* dst, const void* src, int64_t count, int64_t dim, DTy
 // row in order.
 void SoftmaxRowsImpl(std::string_view op, void* dst, const void* src, int64_t rows, int64_t cols, DType dtype,
                      bool logarithm) {
-  CheckDType(op, "dtype", dtype, kFloatDTypes);
-  CheckNonNegative(op, "rows", rows);
-  CheckNonNegative(op, "cols", cols);
-  const int64_t total = CheckedProduct(op, "rows*cols", rows, cols);
-  CheckPointer(op, "src", src, total);
-  CheckPointer(op, "dst", dst, total);
+  const int64_t total = CheckRowsArguments(op, src, dst, rows, cols, dtype, -1);
   if (total == 0) return;
   const auto row = Table().*(logarithm ? &KernelTable::Activation_LogSoftmax : &KernelTable::Activation_Softmax);
   const size_t rowBytes = DTypeStorageBytes(dtype, cols);
