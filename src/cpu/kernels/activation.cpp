@@ -28,8 +28,7 @@
 // row) read x from memory once (SoftmaxRowF32: a running shift instead of a separate max pass, then
 // one tight store pass); longer ones run max, sum and finish passes over the chunks (the f32 max
 // pass is a plain Max; a NaN it misses makes the f64 sum NaN, which gives the all-NaN result).
-// MathExt.SoftmaxRows/LogSoftmaxRows run those row kernels over [rows, cols], threaded over rows,
-// prefetching the next row while a row is written.
+// MathExt.SoftmaxRows/LogSoftmaxRows run those row kernels over [rows, cols], threaded over rows.
 // Measured accuracy and speed: the report of issue 7 (dense sweeps against the reference on every
 // target; 16M-element f32 throughput against STREAM triad).
 #undef HWY_TARGET_INCLUDE
@@ -1235,7 +1234,7 @@ HWY_INLINE double SoftmaxBlock(D d, const float* x, size_t n, float* y, size_t b
   V s = hn::Zero(d);  // sum of the x - c: NaN iff one is (they are <= c's slack, or -Inf, or NaN)
   size_t i = b;
   for (; i + 4 * lanes <= e; i += 4 * lanes) {
-    if (i + kAhead < n) {  // within x only: one call per row cannot know the next row
+    if (i + kAhead < n) {  // within x only
       for (size_t k = 0; k < 4 * lanes; k += 64 / sizeof(float)) __builtin_prefetch(x + i + kAhead + k, 0, 3);
     }
     const V x0 = hn::LoadU(d, x + i), x1 = hn::LoadU(d, x + i + lanes);
@@ -1287,14 +1286,8 @@ HWY_INLINE double SoftmaxBlock(D d, const float* x, size_t n, float* y, size_t b
 }
 
 // Returns false, with nothing written, when the first vector has no finite maximum.
-// While pass 2 writes y[i, ...), the same range of `next` (the row the caller takes next, or null)
-// is prefetched, so that its pass 1 does not start on an idle memory pipe.
-HWY_INLINE void PrefetchNextRow(const float* next, size_t i, size_t count) {
-  for (size_t k = 0; k < count; k += 64 / sizeof(float)) __builtin_prefetch(next + i + k, 0, 3);
-}
-
 template <bool kLogSm>
-HWY_INLINE bool SoftmaxRowImpl(const float* x, size_t n, float* y, const float* next) {  // y == x allowed
+HWY_INLINE bool SoftmaxRowImpl(const float* x, size_t n, float* y) {  // y == x allowed
   using V = hn::Vec<hn::ScalableTag<float>>;
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
@@ -1345,7 +1338,6 @@ HWY_INLINE bool SoftmaxRowImpl(const float* x, size_t n, float* y, const float* 
     const V vm = hn::Set(d, m), vls = hn::Set(d, ls);
     size_t i = 0;
     for (; i + 4 * lanes <= nv; i += 4 * lanes) {
-      if (next != nullptr) PrefetchNextRow(next, i, 4 * lanes);
       const V x0 = hn::LoadU(d, x + i), x1 = hn::LoadU(d, x + i + lanes);
       const V x2 = hn::LoadU(d, x + i + 2 * lanes), x3 = hn::LoadU(d, x + i + 3 * lanes);
       hn::StoreU(hn::Sub(hn::Sub(x0, vm), vls), d, y + i);
@@ -1370,7 +1362,6 @@ HWY_INLINE bool SoftmaxRowImpl(const float* x, size_t n, float* y, const float* 
     size_t i = b;
     if (ebuf != nullptr) {
       for (; i + 4 * lanes <= e; i += 4 * lanes) {
-        if (next != nullptr) PrefetchNextRow(next, i, 4 * lanes);
         const V e0 = hn::Load(d, ebuf + i), e1 = hn::Load(d, ebuf + i + lanes);
         const V e2 = hn::Load(d, ebuf + i + 2 * lanes), e3 = hn::Load(d, ebuf + i + 3 * lanes);
         hn::StoreU(hn::Mul(e0, vg), d, y + i);
@@ -1385,7 +1376,6 @@ HWY_INLINE bool SoftmaxRowImpl(const float* x, size_t n, float* y, const float* 
     } else {
       const V vc = hn::Set(d, prev);
       for (; i + 2 * lanes <= e; i += 2 * lanes) {
-        if (next != nullptr) PrefetchNextRow(next, i, 2 * lanes);
         const V e0 = ExpSoftmax(d, hn::Sub(hn::LoadU(d, x + i), vc));
         const V e1 = ExpSoftmax(d, hn::Sub(hn::LoadU(d, x + i + lanes), vc));
         hn::StoreU(hn::Mul(e0, vg), d, y + i);
@@ -1404,8 +1394,8 @@ HWY_INLINE bool SoftmaxRowImpl(const float* x, size_t n, float* y, const float* 
   return true;
 }
 
-bool SoftmaxRowF32(const float* x, size_t n, float* y, bool lg, const float* next) {
-  return lg ? SoftmaxRowImpl<true>(x, n, y, next) : SoftmaxRowImpl<false>(x, n, y, next);
+bool SoftmaxRowF32(const float* x, size_t n, float* y, bool lg) {
+  return lg ? SoftmaxRowImpl<true>(x, n, y) : SoftmaxRowImpl<false>(x, n, y);
 }
 
 }  // namespace backplane::cpu::simd::activation_hwy::HWY_NAMESPACE
@@ -1632,7 +1622,7 @@ void Softmax(void* dst, const void* src, int64_t count, DType dtype, bool logari
   static_assert(kParallelMin <= static_cast<int64_t>(kSoftmaxRowMax));
   if (dtype == DType::Float32 && count < kParallelMin &&  // one thread, one pass over memory
       HWY_DYNAMIC_DISPATCH(SoftmaxRowF32)(At<float>(src, 0), static_cast<size_t>(count), At<float>(dst, 0),
-                                          logarithm, nullptr)) {
+                                          logarithm)) {
     return;
   }
   const bool bf16 = dtype == DType::BFloat16;
@@ -1716,9 +1706,10 @@ void Softmax(void* dst, const void* src, int64_t count, DType dtype, bool logari
 }
 
 // Softmax of each row of [rows, cols]. Rows shorter than kParallelMin are spread over the threads,
-// each row one pass over memory in f32 (SoftmaxRowF32) with the next row prefetched while this one
-// is written; longer rows go one after another through Softmax, which threads each row. dst == src
-// is allowed; any other overlap goes to the reference (which works row by row in order).
+// each row one pass over memory in f32 (SoftmaxRowF32; prefetching the next row while one is
+// written measured 10-40% slower and was dropped); longer rows go one after another through
+// Softmax, which threads each row. dst == src is allowed; any other overlap goes to the reference
+// (which works row by row in order).
 void SoftmaxRows(void* dst, const void* src, int64_t rows, int64_t cols, DType dtype, bool logarithm) {
   int64_t total = 0;
   const bool shape_ok = FloatDType(dtype) && rows >= 0 && cols >= 0 && !__builtin_mul_overflow(rows, cols, &total) &&
@@ -1734,13 +1725,12 @@ void SoftmaxRows(void* dst, const void* src, int64_t rows, int64_t cols, DType d
   }
   if (total == 0) return;
   const size_t row_bytes = DTypeStorageBytes(dtype, cols);
-  auto one_row = [&](int64_t r, bool has_next) {
+  auto one_row = [&](int64_t r) {
     const uint8_t* x = s + static_cast<size_t>(r) * row_bytes;
     uint8_t* y = d + static_cast<size_t>(r) * row_bytes;
     if (dtype == DType::Float32 &&
         HWY_DYNAMIC_DISPATCH(SoftmaxRowF32)(reinterpret_cast<const float*>(x), static_cast<size_t>(cols),
-                                            reinterpret_cast<float*>(y), logarithm,
-                                            has_next ? reinterpret_cast<const float*>(x + row_bytes) : nullptr)) {
+                                            reinterpret_cast<float*>(y), logarithm)) {
       return;
     }
     Softmax(y, x, cols, dtype, logarithm);
@@ -1750,7 +1740,7 @@ void SoftmaxRows(void* dst, const void* src, int64_t rows, int64_t cols, DType d
     return;
   }
   auto range = [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) one_row(r, r + 1 < e);
+    for (int64_t r = b; r < e; ++r) one_row(r);
   };
   if (total < kParallelMin) return range(0, rows);
   ParallelFor(rows, std::max<int64_t>(1, kGrain / cols), range);

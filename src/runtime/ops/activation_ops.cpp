@@ -59,7 +59,7 @@ OpImpl Param2(Param2Method method, std::string attr1, std::string attr2) {
 }
 
 // Softmax-like over an axis: one vector goes to the whole-buffer method (threaded over chunks when
-// long), more rows to the rows method (threaded over rows, the next row prefetched).
+// long), more rows to the rows method (threaded over rows).
 using RowMapMethod = void (MathExtSurface::*)(BP_PARAMS_RowMap);
 OpImpl RowWise(RowMapMethod rows_method, ActivationMethod vector_method) {
   return AxisRowOpImpl(
