@@ -552,6 +552,18 @@ std::vector<uint8_t> SpecialRows(DType dtype, int64_t rows, int64_t cols, uint64
   return x;
 }
 
+// Input set 0 (random with specials), 1 (plain random) or 2 (SpecialRows) for [s.out, s.in].
+std::vector<uint8_t> RowInputs(DType dtype, const Shape& s, int set, uint64_t seed) {
+  const int64_t total = s.out * s.in;
+  return set == 0   ? RandomStorage(dtype, total, seed, 2.0, true)
+         : set == 1 ? RandomStorage(dtype, total, seed, 2.0, false)
+                    : SpecialRows(dtype, s.out, s.in, seed);
+}
+
+std::string RowInputsName(const Shape& s, int set) {
+  return fmt::format("[{} x {}] {}", s.out, s.in, set == 0 ? "specials" : set == 1 ? "plain" : "special rows");
+}
+
 // The argument errors of a [rows, cols] method: call(rows, cols, dtype, src, dst) makes the case.
 template <class MakeCase>
 void ExpectRowArgumentErrors(const RunContext& c, const MakeCase& call, Measure& m) {
@@ -577,15 +589,9 @@ Measure RunRowReduce(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
   }
   uint64_t seed = c.seed;
   for (const Shape& s : shapes) {
-    const int64_t total = s.out * s.in;
     for (int set = 0; set < 3; ++set) {
-      const auto x = set == 0   ? RandomStorage(c.dtype, total, ++seed, 2.0, true)
-                     : set == 1 ? RandomStorage(c.dtype, total, ++seed, 2.0, false)
-                                : SpecialRows(c.dtype, s.out, s.in, ++seed);
-      const std::string where = fmt::format("[{} x {}] {}", s.out, s.in,
-                                            set == 0   ? "specials"
-                                            : set == 1 ? "plain"
-                                                       : "special rows");
+      const auto x = RowInputs(c.dtype, s, set, ++seed);
+      const std::string where = RowInputsName(s, set);
       const size_t used = DTypeStorageBytes(c.dtype, s.out);
       std::vector<uint8_t> want(used + 16, kGuard), got = want;
       Unerase<RowReduceFn>(ref)(x.data(), want.data(), s.out, s.in, c.dtype);
@@ -621,13 +627,8 @@ Measure RunRowMap(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
     const int64_t total = s.out * s.in;
     const size_t used = DTypeStorageBytes(c.dtype, total);
     for (int set = 0; set < 3; ++set) {
-      const auto x = set == 0   ? RandomStorage(c.dtype, total, ++seed, 2.0, true)
-                     : set == 1 ? RandomStorage(c.dtype, total, ++seed, 2.0, false)
-                                : SpecialRows(c.dtype, s.out, s.in, ++seed);
-      const std::string where = fmt::format("[{} x {}] {}", s.out, s.in,
-                                            set == 0   ? "specials"
-                                            : set == 1 ? "plain"
-                                                       : "special rows");
+      const auto x = RowInputs(c.dtype, s, set, ++seed);
+      const std::string where = RowInputsName(s, set);
       std::vector<uint8_t> want(used + 16, kGuard), got = want;
       Unerase<RowMapFn>(ref)(want.data(), x.data(), s.out, s.in, c.dtype);
       Unerase<RowMapFn>(fast)(got.data(), x.data(), s.out, s.in, c.dtype);
