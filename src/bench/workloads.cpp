@@ -77,6 +77,25 @@ Workload Matmul16(int64_t n, DType dtype) {
           }};
 }
 
+// projection.linear with 16-bit operands: y [rows, n] = x [rows, n] W^T, W [n, n] (MatmulTransB).
+// One row is a decode step (the weight's bytes are the limit), 256 rows a prompt (the FMA peak).
+Workload Linear16(int64_t rows, int64_t n, DType dtype) {
+  const bool decode = rows == 1;
+  return {"projection.linear", "MathExt", fmt::format("{} x {} -> {} {}", rows, n, n, DTypeName(dtype)),
+          2.0 * static_cast<double>(rows * n * 2 + n * n), 2.0 * rows * n * n, decode ? "read" : "fma",
+          [rows, n, dtype](Backend& b) {
+            auto to16 = [dtype](const std::vector<float>& v) {
+              auto out = std::make_shared<std::vector<uint16_t>>(v.size());
+              for (size_t i = 0; i < v.size(); ++i) (*out)[i] = dtype == DType::Float16 ? F32ToF16(v[i]) : F32ToBF16(v[i]);
+              return out;
+            };
+            auto x = to16(*Random(rows * n, 1, -1, 1)), w = to16(*Random(n * n, 2, -1, 1));
+            auto y = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(rows * n));
+            return std::function<void()>(
+                [&b, rows, n, dtype, x, w, y] { b.MathExt().MatmulTransB(y->data(), x->data(), w->data(), rows, n, n, dtype); });
+          }};
+}
+
 // The peer in the same run: OpenBLAS sgemm on the same problem (not a Backplane op).
 Workload OpenBlasSgemm(int64_t n) {
   return {"peer.openblas_sgemm", "peer", fmt::format("{0}x{0}x{0}", n), 12.0 * n * n, 2.0 * n * n * n, "fma", [n](Backend&) {
@@ -250,6 +269,8 @@ std::vector<Workload> Workloads() {
   }
   w.push_back(Matmul16(1024, DType::BFloat16));
   w.push_back(Matmul16(1024, DType::Float16));
+  w.push_back(Linear16(1, 4096, DType::BFloat16));
+  w.push_back(Linear16(256, 4096, DType::BFloat16));
   w.push_back({"math.matmul", "Matmul", "1x4096x4096 (matrix-vector)", 4.0 * (4096.0 * 4096 + 2 * 4096), 2.0 * 4096 * 4096,
                "read", [](Backend& b) {
                  auto x = Random(4096, 1), wt = Random(4096 * 4096, 2);

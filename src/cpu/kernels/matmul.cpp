@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backplane/cpu/threads.hpp"
@@ -436,36 +437,42 @@ void F32GemmStrided(const float* a, size_t lda, const float* b, size_t ldb, floa
   PackedGemm<kF32>(a, lda, b, ldb, c, ldc, rows, inner, cols, addToC, threads);
 }
 
-// c [rows, cols] = a [rows, inner] * b^T, b [cols, inner], f32, for few rows (a stays in L1): tiles
-// of 2 rows x 4 weight rows, each output one f32 dot product in lanes plus a scalar tail, so the
-// weight is streamed once per call without packing. Threads split the weight rows.
-void FewRowsTransB(const float* a, const float* b, float* c, size_t rows, size_t inner, size_t cols) {
+// c [rows, cols] (f32) = a [rows, inner] * b^T, b [cols, inner], storage kSrc widened to f32, for
+// few rows (a stays in L1): tiles of 2 rows x 4 weight rows, each output one f32 dot product in
+// lanes plus a scalar tail, so the weight is streamed once per call without packing. Threads split
+// the weight rows.
+template <int kSrc>
+void FewRowsTransBOf(const void* av, const void* bv, float* c, size_t rows, size_t inner, size_t cols) {
+  using E = std::conditional_t<kSrc == kF32, float, uint16_t>;
+  const E* a = static_cast<const E*>(av);
+  const E* b = static_cast<const E*>(bv);
   const hn::ScalableTag<float> d;
   auto Sum = [](auto tag, auto v) { return hn::GetLane(hn::SumOfLanes(tag, v)); };
   const size_t lanes = hn::Lanes(d);
   const size_t vec_end = inner - inner % lanes;
-  auto dot_tail = [&](const float* x, const float* w, float sum) {
-    for (size_t k = vec_end; k < inner; ++k) sum = std::fma(x[k], w[k], sum);
+  auto dot_tail = [&](const E* x, const E* w, float sum) {
+    for (size_t k = vec_end; k < inner; ++k) sum = std::fma(LoadWideScalar<kSrc>(x, k), LoadWideScalar<kSrc>(w, k), sum);
     return sum;
   };
+  auto load = [&](const E* p, size_t k) { return LoadWide<kSrc>(d, p, k); };
   auto block = [&](int64_t j_begin, int64_t j_end) {
     size_t j = static_cast<size_t>(j_begin) * 4;
     const size_t j_stop = std::min(cols, static_cast<size_t>(j_end) * 4);
     for (; j + 4 <= j_stop; j += 4) {
-      const float* w0 = b + j * inner;
-      const float* w1 = w0 + inner;
-      const float* w2 = w1 + inner;
-      const float* w3 = w2 + inner;
+      const E* w0 = b + j * inner;
+      const E* w1 = w0 + inner;
+      const E* w2 = w1 + inner;
+      const E* w3 = w2 + inner;
       size_t r = 0;
       for (; r + 2 <= rows; r += 2) {
-        const float* x0 = a + r * inner;
-        const float* x1 = x0 + inner;
+        const E* x0 = a + r * inner;
+        const E* x1 = x0 + inner;
         auto c00 = hn::Zero(d), c01 = hn::Zero(d), c02 = hn::Zero(d), c03 = hn::Zero(d);
         auto c10 = hn::Zero(d), c11 = hn::Zero(d), c12 = hn::Zero(d), c13 = hn::Zero(d);
         for (size_t k = 0; k < vec_end; k += lanes) {
-          const auto v0 = hn::LoadU(d, x0 + k), v1 = hn::LoadU(d, x1 + k);
-          const auto u0 = hn::LoadU(d, w0 + k), u1 = hn::LoadU(d, w1 + k);
-          const auto u2 = hn::LoadU(d, w2 + k), u3 = hn::LoadU(d, w3 + k);
+          const auto v0 = load(x0, k), v1 = load(x1, k);
+          const auto u0 = load(w0, k), u1 = load(w1, k);
+          const auto u2 = load(w2, k), u3 = load(w3, k);
           c00 = hn::MulAdd(v0, u0, c00), c01 = hn::MulAdd(v0, u1, c01);
           c02 = hn::MulAdd(v0, u2, c02), c03 = hn::MulAdd(v0, u3, c03);
           c10 = hn::MulAdd(v1, u0, c10), c11 = hn::MulAdd(v1, u1, c11);
@@ -479,12 +486,12 @@ void FewRowsTransB(const float* a, const float* b, float* c, size_t rows, size_t
         o1[2] = dot_tail(x1, w2, Sum(d, c12)), o1[3] = dot_tail(x1, w3, Sum(d, c13));
       }
       for (; r < rows; ++r) {
-        const float* x0 = a + r * inner;
+        const E* x0 = a + r * inner;
         auto c00 = hn::Zero(d), c01 = hn::Zero(d), c02 = hn::Zero(d), c03 = hn::Zero(d);
         for (size_t k = 0; k < vec_end; k += lanes) {
-          const auto v0 = hn::LoadU(d, x0 + k);
-          c00 = hn::MulAdd(v0, hn::LoadU(d, w0 + k), c00), c01 = hn::MulAdd(v0, hn::LoadU(d, w1 + k), c01);
-          c02 = hn::MulAdd(v0, hn::LoadU(d, w2 + k), c02), c03 = hn::MulAdd(v0, hn::LoadU(d, w3 + k), c03);
+          const auto v0 = load(x0, k);
+          c00 = hn::MulAdd(v0, load(w0, k), c00), c01 = hn::MulAdd(v0, load(w1, k), c01);
+          c02 = hn::MulAdd(v0, load(w2, k), c02), c03 = hn::MulAdd(v0, load(w3, k), c03);
         }
         float* o0 = c + r * cols + j;
         o0[0] = dot_tail(x0, w0, Sum(d, c00)), o0[1] = dot_tail(x0, w1, Sum(d, c01));
@@ -492,11 +499,11 @@ void FewRowsTransB(const float* a, const float* b, float* c, size_t rows, size_t
       }
     }
     for (; j < j_stop; ++j) {
-      const float* w0 = b + j * inner;
+      const E* w0 = b + j * inner;
       for (size_t r = 0; r < rows; ++r) {
-        const float* x0 = a + r * inner;
+        const E* x0 = a + r * inner;
         auto acc = hn::Zero(d);
-        for (size_t k = 0; k < vec_end; k += lanes) acc = hn::MulAdd(hn::LoadU(d, x0 + k), hn::LoadU(d, w0 + k), acc);
+        for (size_t k = 0; k < vec_end; k += lanes) acc = hn::MulAdd(load(x0, k), load(w0, k), acc);
         c[r * cols + j] = dot_tail(x0, w0, Sum(d, acc));
       }
     }
@@ -507,6 +514,35 @@ void FewRowsTransB(const float* a, const float* b, float* c, size_t rows, size_t
   } else {
     block(0, quads);
   }
+}
+
+void FewRowsTransB(const float* a, const float* b, float* c, size_t rows, size_t inner, size_t cols) {
+  FewRowsTransBOf<kF32>(a, b, c, rows, inner, cols);
+}
+
+// out (16-bit storage) = a * b^T, b [cols, inner], through an f32 buffer, narrowed once: few rows
+// stream b (FewRowsTransBOf), more go through the packed GEMM reading b^T while packing.
+void HalfGemmTransB(const uint16_t* a, const uint16_t* b, uint16_t* out, size_t rows, size_t inner, size_t cols,
+                    bool bf16) {
+  auto c = hwy::AllocateAligned<float>(rows * cols);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (bf16 && rows >= kMR && cols > 1 && HasBf16DotGemm()) {
+    Bf16DotGemm(a, b, c.get(), rows, inner, cols, true);
+    return NarrowBlock(c.get(), out, rows * cols, true);
+  }
+#endif
+  if (rows < kMR || cols == 1) {
+    if (bf16) {
+      FewRowsTransBOf<kBF16>(a, b, c.get(), rows, inner, cols);
+    } else {
+      FewRowsTransBOf<kF16>(a, b, c.get(), rows, inner, cols);
+    }
+  } else if (bf16) {
+    PackedGemm<kBF16, true>(a, inner, b, inner, c.get(), cols, rows, inner, cols);
+  } else {
+    PackedGemm<kF16, true>(a, inner, b, inner, c.get(), cols, rows, inner, cols);
+  }
+  NarrowBlock(c.get(), out, rows * cols, bf16);
 }
 
 }  // namespace backplane::cpu::simd::HWY_NAMESPACE
@@ -531,6 +567,7 @@ namespace backplane::cpu::simd {
 HWY_EXPORT(ExactRows);
 HWY_EXPORT(HalfGemm);
 HWY_EXPORT(FewRowsTransB);
+HWY_EXPORT(HalfGemmTransB);
 HWY_EXPORT(F32Gemm);
 HWY_EXPORT(F32GemmStrided);
 
@@ -712,10 +749,11 @@ void Matmul(void* out, const void* left, const void* right, int64_t rows, int64_
 // pack all of B for a handful of rows).
 constexpr int64_t kFewRowsTransB = 32;
 
-// C = A B^T, B [cols, inner]: few f32 rows stream B (FewRowsTransB); other f32/f64 products go
-// through BLAS with B transposed in place; small products and
-// f16/bf16 transpose B once and take Matmul's paths (so small results match the reference
-// bit for bit). Invalid arguments go to the reference.
+// C = A B^T, B [cols, inner]: few f32 rows stream B (FewRowsTransB); other f32 products take the
+// own GEMM (or BLAS), f64 BLAS, reading B transposed; large f16/bf16 products HalfGemmTransB (no
+// copy of B); small products transpose B once and take Matmul's exact path (so small results match
+// the reference bit for bit), as do half products whose output overlaps an operand. Invalid
+// arguments go to the reference.
 void MatmulTransB(void* out, const void* left, const void* right, int64_t rows, int64_t inner, int64_t cols,
                   DType dtype) {
   const bool floating = dtype == DType::Float32 || dtype == DType::Float64 ||
@@ -746,6 +784,12 @@ void MatmulTransB(void* out, const void* left, const void* right, int64_t rows, 
   if (work > kExactWork && dtype == DType::Float64) {
     return Blas(static_cast<double*>(out), static_cast<const double*>(left), static_cast<const double*>(right), m, k,
                 n, true);
+  }
+  if (work > kExactWork && (dtype == DType::Float16 || dtype == DType::BFloat16) &&
+      !Overlaps(out, m * n * 2, left, m * k * 2) && !Overlaps(out, m * n * 2, right, n * k * 2)) {
+    return HWY_DYNAMIC_DISPATCH(HalfGemmTransB)(static_cast<const uint16_t*>(left),
+                                                static_cast<const uint16_t*>(right), static_cast<uint16_t*>(out), m,
+                                                k, n, dtype == DType::BFloat16);
   }
   const size_t bytes = static_cast<size_t>(DTypeStorageBytes(dtype, 1));
   std::vector<uint8_t> transposed(static_cast<size_t>(rightCount) * bytes);

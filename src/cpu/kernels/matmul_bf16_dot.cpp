@@ -61,6 +61,30 @@ BP_BF16_TARGET void PackB(const uint16_t* b, size_t ldb, size_t inner, size_t k0
   }
 }
 
+// The same panels from B^T [cols, inner] (leading dimension ldb): a pair is two adjacent
+// elements of a row of B^T, so each panel entry is one 32-bit copy.
+void PackBTrans(const uint16_t* bt, size_t ldb, size_t k0, size_t kc, size_t j0, size_t nc, uint32_t* dst) {
+  const size_t pairs = (kc + 1) / 2;
+  const size_t full = kc / 2;
+  for (size_t p = 0; p * kNR < nc; ++p) {
+    const size_t width = std::min(kNR, nc - p * kNR);
+    uint32_t* out = dst + p * pairs * kNR;
+    for (size_t j = 0; j < kNR; ++j) {
+      if (j >= width) {
+        for (size_t q = 0; q < pairs; ++q) out[q * kNR + j] = 0u;
+        continue;
+      }
+      const uint16_t* row = bt + (j0 + p * kNR + j) * ldb + k0;
+      for (size_t q = 0; q < full; ++q) {
+        uint32_t v;
+        std::memcpy(&v, row + 2 * q, sizeof v);
+        out[q * kNR + j] = v;
+      }
+      if (full < pairs) out[full * kNR + j] = Pair(row[kc - 1], 0);
+    }
+  }
+}
+
 // A[i0 .. i0+mc, k0 .. k0+kc] into panels of kMR rows: dst[panel][pair][kMR], zero padded.
 void PackA(const uint16_t* a, size_t lda, size_t i0, size_t mc, size_t k0, size_t kc, uint32_t* dst) {
   const size_t pairs = (kc + 1) / 2;
@@ -138,7 +162,12 @@ bool HasBf16DotGemm() {
   return has;
 }
 
-void Bf16DotGemm(const uint16_t* a, const uint16_t* b, float* c, size_t rows, size_t inner, size_t cols) {
+void Bf16DotGemm(const uint16_t* a, const uint16_t* b, float* c, size_t rows, size_t inner, size_t cols,
+                 bool trans_b) {
+  auto pack = [&](size_t k0, size_t kc, size_t j, size_t n, uint32_t* dst) {
+    if (trans_b) return PackBTrans(b, inner, k0, kc, j, n, dst);
+    PackB(b, cols, inner, k0, kc, j, n, dst);
+  };
   const size_t ncMax = std::min(kNC, cols);
   const size_t panelsMax = (ncMax + kNR - 1) / kNR;
   auto bpack = hwy::AllocateAligned<uint32_t>(panelsMax * kNR * (kKC / 2));
@@ -157,11 +186,10 @@ void Bf16DotGemm(const uint16_t* a, const uint16_t* b, float* c, size_t rows, si
       if (parallel && panels >= 8) {
         ParallelFor(static_cast<int64_t>((panels + 3) / 4), 1, [&](int64_t begin, int64_t end) {
           const size_t p0 = static_cast<size_t>(begin) * 4, p1 = std::min(panels, static_cast<size_t>(end) * 4);
-          PackB(b, cols, inner, k0, kc, j0 + p0 * kNR, std::min(nc, p1 * kNR) - p0 * kNR,
-                bpack.get() + p0 * pairs * kNR);
+          pack(k0, kc, j0 + p0 * kNR, std::min(nc, p1 * kNR) - p0 * kNR, bpack.get() + p0 * pairs * kNR);
         });
       } else {
-        PackB(b, cols, inner, k0, kc, j0, nc, bpack.get());
+        pack(k0, kc, j0, nc, bpack.get());
       }
       const bool accumulate = k0 > 0;
       auto task = [&](int64_t begin, int64_t end) {
@@ -201,7 +229,7 @@ void Bf16DotGemm(const uint16_t* a, const uint16_t* b, float* c, size_t rows, si
 
 namespace backplane::cpu::simd {
 bool HasBf16DotGemm() { return false; }
-void Bf16DotGemm(const uint16_t*, const uint16_t*, float*, size_t, size_t, size_t) {
+void Bf16DotGemm(const uint16_t*, const uint16_t*, float*, size_t, size_t, size_t, bool) {
   throw std::logic_error("Bf16DotGemm: this build has no AVX512-BF16 kernel (check HasBf16DotGemm first)");
 }
 }  // namespace backplane::cpu::simd

@@ -11,10 +11,12 @@ namespace backplane::cpu::simd {
 // True when this CPU executes vdpbf16ps (AVX512-BF16) and this build has the kernel.
 bool HasBf16DotGemm();
 
-// c [rows, cols] (f32) = a [rows, inner] * b [inner, cols], bf16 storage, row-major. Each output
+// c [rows, cols] (f32) = a [rows, inner] * b [inner, cols] (b^T with trans_b: b is [cols, inner]),
+// bf16 storage, row-major. Each output
 // is accumulated in f32 over k in the same order whatever the thread count: pairs (2p, 2p + 1)
 // in k order, each pair added as the instruction adds it (the products of bf16 values are exact
 // in f32). The instruction treats denormal inputs and results as zero (DAZ/FTZ). rows >= 6.
-void Bf16DotGemm(const uint16_t* a, const uint16_t* b, float* c, size_t rows, size_t inner, size_t cols);
+void Bf16DotGemm(const uint16_t* a, const uint16_t* b, float* c, size_t rows, size_t inner, size_t cols,
+                 bool trans_b = false);
 
 }  // namespace backplane::cpu::simd
