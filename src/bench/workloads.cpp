@@ -62,16 +62,18 @@ Workload MatmulOpenBlasPath(int64_t n) {
   return w;
 }
 
+// v rounded to f16 or bf16 storage.
+std::shared_ptr<std::vector<uint16_t>> To16(const std::vector<float>& v, DType dtype) {
+  auto out = std::make_shared<std::vector<uint16_t>>(v.size());
+  for (size_t i = 0; i < v.size(); ++i) (*out)[i] = dtype == DType::Float16 ? F32ToF16(v[i]) : F32ToBF16(v[i]);
+  return out;
+}
+
 // Matmul with 16-bit operands (f16 or bf16 storage, f32 accumulation).
 Workload Matmul16(int64_t n, DType dtype) {
   return {"math.matmul", "Matmul", fmt::format("{0}x{0}x{0} {1}", n, DTypeName(dtype)), 6.0 * n * n, 2.0 * n * n * n, "fma",
           [n, dtype](Backend& b) {
-            auto to16 = [dtype](const std::vector<float>& v) {
-              auto out = std::make_shared<std::vector<uint16_t>>(v.size());
-              for (size_t i = 0; i < v.size(); ++i) (*out)[i] = dtype == DType::Float16 ? F32ToF16(v[i]) : F32ToBF16(v[i]);
-              return out;
-            };
-            auto a = to16(*Random(n * n, 1, -1, 1)), c = to16(*Random(n * n, 2, -1, 1));
+            auto a = To16(*Random(n * n, 1, -1, 1), dtype), c = To16(*Random(n * n, 2, -1, 1), dtype);
             auto y = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(n * n));
             return std::function<void()>([&b, n, dtype, a, c, y] { b.Matmul().Matmul(y->data(), a->data(), c->data(), n, n, n, dtype); });
           }};
@@ -84,12 +86,7 @@ Workload Linear16(int64_t rows, int64_t n, DType dtype) {
   return {"projection.linear", "MathExt", fmt::format("{} x {} -> {} {}", rows, n, n, DTypeName(dtype)),
           2.0 * static_cast<double>(rows * n * 2 + n * n), 2.0 * rows * n * n, decode ? "read" : "fma",
           [rows, n, dtype](Backend& b) {
-            auto to16 = [dtype](const std::vector<float>& v) {
-              auto out = std::make_shared<std::vector<uint16_t>>(v.size());
-              for (size_t i = 0; i < v.size(); ++i) (*out)[i] = dtype == DType::Float16 ? F32ToF16(v[i]) : F32ToBF16(v[i]);
-              return out;
-            };
-            auto x = to16(*Random(rows * n, 1, -1, 1)), w = to16(*Random(n * n, 2, -1, 1));
+            auto x = To16(*Random(rows * n, 1, -1, 1), dtype), w = To16(*Random(n * n, 2, -1, 1), dtype);
             auto y = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(rows * n));
             return std::function<void()>(
                 [&b, rows, n, dtype, x, w, y] { b.MathExt().MatmulTransB(y->data(), x->data(), w->data(), rows, n, n, dtype); });
