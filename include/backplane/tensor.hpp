@@ -22,6 +22,22 @@ using Shape = std::vector<int64_t>;
 int64_t NumElements(std::span<const int64_t> shape);
 std::string ShapeToString(std::span<const int64_t> shape);  // "[2, 3]"
 
+// Where Tensor(dtype, shape) allocates on the calling thread: host memory, unless a device that
+// runs host lowerings on memory it shares with the host (CUDA managed memory) installs its
+// allocator for the scope of a program run. An allocator returns zero-filled storage of at least
+// `bytes` bytes, aligned to 64, or throws.
+using StorageAllocator = std::shared_ptr<std::byte[]> (*)(size_t bytes);
+class ScopedStorageAllocator {
+ public:
+  explicit ScopedStorageAllocator(StorageAllocator allocator);
+  ~ScopedStorageAllocator();
+  ScopedStorageAllocator(const ScopedStorageAllocator&) = delete;
+  ScopedStorageAllocator& operator=(const ScopedStorageAllocator&) = delete;
+
+ private:
+  StorageAllocator previous_;
+};
+
 class Tensor {
  public:
   Tensor() = default;

@@ -10,6 +10,9 @@
 
 #include "backplane/conformance.hpp"
 #include "backplane/cpu/cpu_backend.hpp"
+#ifdef BACKPLANE_HAVE_CUDA
+#include "backplane/cuda/cuda_backend.hpp"
+#endif
 #include "backplane/error.hpp"
 
 namespace backplane::conformance {
@@ -43,7 +46,9 @@ struct OpStatus {
 };
 
 // Device records (verify-xla.json) hold per-op graph cells, not SIMD-target cells.
-bool IsDeviceRecord(const NamedRecord& r) { return r.file.find("verify-xla") != std::string::npos; }
+bool IsDeviceRecord(const NamedRecord& r) {
+  return r.file.find("verify-xla") != std::string::npos || r.file.find("verify-cuda") != std::string::npos;
+}
 
 // The record that speaks for each target: the first one that ran it.
 std::map<std::string, const NamedRecord*> Owners(const std::vector<NamedRecord>& records) {
@@ -119,12 +124,13 @@ struct DeviceOpStatus {
   std::map<std::string, std::vector<std::string>> fallback;  // reason -> dtypes
 };
 
-const NamedRecord* DeviceRecord(const std::vector<NamedRecord>& records) {
+const NamedRecord* DeviceRecord(const std::vector<NamedRecord>& records, std::string_view kind = "xla") {
   for (const NamedRecord& r : records) {
-    if (IsDeviceRecord(r)) return &r;
+    if (r.file.find(fmt::format("verify-{}", kind)) != std::string::npos) return &r;
   }
   return nullptr;
 }
+
 
 std::map<std::string, DeviceOpStatus> DeviceStatus(const NamedRecord& r) {
   std::map<std::string, DeviceOpStatus> s;
@@ -154,6 +160,24 @@ std::string DeviceCell(const DeviceOpStatus* st) {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+// The CUDA cell of an op: its record when a GPU ran the matrix; otherwise whether this build has a
+// CUDA kernel for every method the op links ("compiled" is not "verified").
+std::string CudaCell(const catalog::OpInfo* op, const std::map<std::string, DeviceOpStatus>* cuda_status) {
+  if (cuda_status != nullptr) {
+    const auto it = cuda_status->find(op->id);
+    return DeviceCell(it == cuda_status->end() ? nullptr : &it->second);
+  }
+#ifdef BACKPLANE_HAVE_CUDA
+  if (op->methods.empty()) return "graph-only (host)";
+  for (catalog::MethodId id : op->methods) {
+    if (!cuda::Implements(id)) return "no CUDA kernel yet";
+  }
+  return "compiled, not run (no GPU here)";
+#else
+  return "not built";
+#endif
+}
+
 std::string TargetCell(const TargetCount& n, int registered) {
   return fmt::format("registered {}, verified {}{}{}", registered, n.verified,
                      n.failed ? fmt::format(", **failed {}**", n.failed) : "",
@@ -164,7 +188,7 @@ std::string TargetCell(const TargetCount& n, int registered) {
 
 std::vector<NamedRecord> LoadRecords(const std::string& docs_dir) {
   std::vector<NamedRecord> records;
-  for (const char* name : {"verify-cpu.json", "verify-arm.json", "verify-xla.json"}) {
+  for (const char* name : {"verify-cpu.json", "verify-arm.json", "verify-xla.json", "verify-cuda.json"}) {
     std::ifstream f(docs_dir + "/" + name);
     if (!f) {
       if (records.empty()) throw Error(ErrorCode::InvalidArgument, "LoadRecords", fmt::format("{}/{} is missing", docs_dir, name));
@@ -253,6 +277,8 @@ std::string DeviceBackendMatrixMarkdown(const std::vector<NamedRecord>& records)
   const auto owners = Owners(records);
   const NamedRecord* xla = DeviceRecord(records);
   const auto xla_status = xla ? DeviceStatus(*xla) : std::map<std::string, DeviceOpStatus>{};
+  const NamedRecord* cuda_record = DeviceRecord(records, "cuda");
+  const auto cuda_status = cuda_record ? DeviceStatus(*cuda_record) : std::map<std::string, DeviceOpStatus>{};
   md << "| # | Operation ID | CPU | CUDA | XLA | Metal |\n|---|---|---|---|---|---|\n";
   for (const catalog::OpInfo& op : catalog::Ops()) {
     if (!op.required) continue;
@@ -284,14 +310,16 @@ std::string DeviceBackendMatrixMarkdown(const std::vector<NamedRecord>& records)
       const auto it = xla_status.find(canonical->id);
       xla_cell = DeviceCell(it == xla_status.end() ? nullptr : &it->second);
     }
-    md << fmt::format("| {} | `{}` | {} | not built | {} | not built (Linux) |\n", op.required_index + 1, op.id, cpu,
-                      xla_cell);
+    md << fmt::format("| {} | `{}` | {} | {} | {} | not built (Linux) |\n", op.required_index + 1, op.id, cpu,
+                      CudaCell(canonical, cuda_record ? &cuda_status : nullptr), xla_cell);
   }
   md << fmt::format(
       "\nXLA: each op as a one-node graph through the PJRT plugin against the scalar CPU reference on the same "
       "inputs ({}). A CPU fallback means the device does not run the node and the executor runs it on the CPU "
-      "with copies at the cut. The CUDA backend is not built yet; Metal cannot be built or run on Linux.\n",
-      xla ? fmt::format("`{}`", xla->file) : std::string("no record here"));
+      "with copies at the cut. CUDA: the same one-node graphs on a GPU ({}); without a record, \"compiled\" means this "
+      "build has a CUDA kernel for every method the op links, never run. Metal cannot be built or run on Linux.\n",
+      xla ? fmt::format("`{}`", xla->file) : std::string("no record here"),
+      cuda_record ? fmt::format("`{}`", cuda_record->file) : std::string("no record here: no GPU was lent"));
   return md.str();
 }
 
@@ -322,7 +350,30 @@ std::string BackendCoverageMarkdown(const std::vector<NamedRecord>& records) {
   for (const catalog::OpInfo* op : ops) implemented += cpu::Implements(op->methods[0]) ? 1 : 0;
   md << fmt::format("| CPU scalar reference | {} | {} | — | golden-tested by unit tests | — | — | — |\n", ops.size(),
                     implemented);
-  md << fmt::format("| CUDA | {} | not built | — | not run here | — | — | — |\n", ops.size());
+  {
+    const NamedRecord* cuda_record = DeviceRecord(records, "cuda");
+    int compiled = 0;
+#ifdef BACKPLANE_HAVE_CUDA
+    for (const catalog::OpInfo* op : ops) compiled += cuda::Implements(op->methods[0]) ? 1 : 0;
+    const std::string built = fmt::format("{} compiled", compiled);
+#else
+    const std::string built = "not built";
+#endif
+    if (cuda_record == nullptr) {
+      md << fmt::format("| CUDA | {} | {} | — | not run here (no GPU) | — | — | — |\n", ops.size(), built);
+    } else {
+      int verified = 0, failed = 0;
+      const auto st = DeviceStatus(*cuda_record);
+      for (const catalog::OpInfo* op : ops) {
+        const auto it = st.find(op->id);
+        if (it == st.end()) continue;
+        failed += it->second.failed.empty() ? 0 : 1;
+        verified += (it->second.failed.empty() && !it->second.verified.empty()) ? 1 : 0;
+      }
+      md << fmt::format("| CUDA | {} | {} | — | {} | {} | {} | `{}` ({}) |\n", ops.size(), built, verified, failed,
+                        ops.size() - verified - failed, cuda_record->file, cuda_record->record.cpu_model);
+    }
+  }
   const NamedRecord* xla = DeviceRecord(records);
   if (xla == nullptr) {
     md << fmt::format("| XLA | {} | not run here | — | not run here | — | — | — |\n", ops.size());

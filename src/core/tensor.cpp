@@ -14,11 +14,14 @@ namespace {
 
 constexpr std::align_val_t kAlignment{64};
 
+thread_local StorageAllocator scoped_allocator = nullptr;
+
 std::shared_ptr<std::byte[]> Allocate(size_t bytes, DType dtype, const Shape& shape) {
   if (bytes > MaxAllocBytes()) {
     CheckAllocation("Tensor", bytes, fmt::format("a {}{} tensor", DTypeName(dtype), ShapeToString(shape)));
   }
   const size_t padded = (bytes + 63) / 64 * 64 + 64;
+  if (scoped_allocator != nullptr) return scoped_allocator(padded);
   auto* raw = static_cast<std::byte*>(::operator new[](padded, kAlignment, std::nothrow));
   if (raw == nullptr) {
     throw Error(ErrorCode::OutOfMemory, "Tensor",
@@ -30,6 +33,11 @@ std::shared_ptr<std::byte[]> Allocate(size_t bytes, DType dtype, const Shape& sh
 }
 
 }  // namespace
+
+ScopedStorageAllocator::ScopedStorageAllocator(StorageAllocator allocator) : previous_(scoped_allocator) {
+  scoped_allocator = allocator;
+}
+ScopedStorageAllocator::~ScopedStorageAllocator() { scoped_allocator = previous_; }
 
 int64_t NumElements(std::span<const int64_t> shape) {
   bool empty = false;

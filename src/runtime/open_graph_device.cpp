@@ -7,15 +7,22 @@
 #ifdef BACKPLANE_HAVE_XLA
 #include "xla/xla_device.hpp"
 #endif
+#ifdef BACKPLANE_HAVE_CUDA
+#include "backplane/cpu/cpu_backend.hpp"
+#include "cuda/cuda_graph_device.hpp"
+#endif
 
 namespace backplane::runtime {
 
 std::vector<std::string> BuiltGraphDevices() {
+  std::vector<std::string> built;
 #ifdef BACKPLANE_HAVE_XLA
-  return {"xla"};
-#else
-  return {};
+  built.push_back("xla");
 #endif
+#ifdef BACKPLANE_HAVE_CUDA
+  built.push_back("cuda");
+#endif
+  return built;
 }
 
 std::unique_ptr<GraphDevice> OpenGraphDevice(std::string_view name) {
@@ -31,7 +38,12 @@ std::unique_ptr<GraphDevice> OpenGraphDevice(std::string_view name) {
                   "scripts/fetch-models.sh and reconfigure)");
 #endif
     case DeviceKind::Cuda:
-      throw Error(ErrorCode::DeviceUnavailable, "device", "this build has no CUDA device");
+#ifdef BACKPLANE_HAVE_CUDA
+      return cuda::OpenCudaDevice(device.index, cpu::CreateBackend());
+#else
+      throw Error(ErrorCode::DeviceUnavailable, "device",
+                  "this build has no CUDA device (configured without the CUDA toolkit or with BACKPLANE_CUDA=OFF)");
+#endif
   }
   throw Error(ErrorCode::InvalidArgument, "device", fmt::format("unknown device '{}'", name));
 }

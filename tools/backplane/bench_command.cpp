@@ -291,7 +291,7 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--onnx-model", o->onnx_model, "An ONNX model: runs/s on ONNX's dummy input beside onnxruntime");
   cmd->add_option("--threads", o->threads, "Thread counts to run at (default 1,2)")->delimiter(',')->check(CLI::Range(1, 1024));
   cmd->add_option("--device", o->device,
-                  "xla[:N]: the transformer block, a digits training step (and --onnx-model) on the device beside "
+                  "xla[:N] or cuda[:N]: the transformer block, a digits training step (and --onnx-model) on the device beside "
                   "the CPU backend, compile time apart");
   cmd->callback([o] { RunBench(*o); });
 }

@@ -10,6 +10,9 @@
 #include "backplane/error.hpp"
 #include "backplane/runtime/graph_device.hpp"
 #include "commands.hpp"
+#ifdef BACKPLANE_HAVE_CUDA
+#include "backplane/cuda/cuda_backend.hpp"
+#endif
 
 namespace backplane::cli {
 
@@ -38,6 +41,18 @@ void AddInfoCommand(CLI::App& app) {
     fmt::print("devices: cpu");
     for (const std::string& name : runtime::BuiltGraphDevices()) fmt::print(" {}", name);
     fmt::print("\n");
+#ifdef BACKPLANE_HAVE_CUDA
+    {
+      std::string why;
+      const auto gpus = cuda::VisibleGpus(&why);
+      fmt::print("cuda gpus: {}{} ({}; code for {})\n", gpus.size(), gpus.empty() ? ", " + why : "", cuda::Versions(),
+                 cuda::BuiltArchitectures());
+      for (const cuda::Gpu& g : gpus) {
+        fmt::print("  cuda:{}: {}, compute capability {}.{}, {:.1f} GiB, {} multiprocessors\n", g.index, g.name,
+                   g.compute_major, g.compute_minor, g.memory_bytes / 1073741824.0, g.multiprocessors);
+      }
+    }
+#endif
     for (const std::string& name : runtime::BuiltGraphDevices()) {
       try {
         const auto device = runtime::OpenGraphDevice(name);

@@ -132,7 +132,7 @@ void AddOpCommand(CLI::App& app) {
   cmd->add_option("--in", o->ins, "Input .npy file, in the op's input order, then state (repeatable)");
   cmd->add_option("--out", o->outs, "Output .npy file, in the op's output order, then state (repeatable)");
   cmd->add_flag("--describe", o->describe, "Print the op's inputs, outputs, attributes and dtypes");
-  cmd->add_option("--device", o->device, "cpu (default) or xla[:N] (an op without a lowering falls back to the CPU)");
+  cmd->add_option("--device", o->device, "cpu (default), xla[:N] or cuda[:N] (an op without a lowering falls back to the CPU)");
   cmd->callback([o] { RunOp(*o); });
 }
 

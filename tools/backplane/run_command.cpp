@@ -111,7 +111,7 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_option("--save-params", o->save_params, "Write parameters and state to a .safetensors file");
   cmd->add_flag("--check-finite", o->check_finite, "Reject parameters holding NaN or Inf");
   cmd->add_flag("--quiet", o->quiet, "Print nothing per step");
-  cmd->add_option("--device", o->device, "cpu (default) or xla[:N]: the device the graph is placed on");
+  cmd->add_option("--device", o->device, "cpu (default), xla[:N] or cuda[:N]: the device the graph is placed on");
   cmd->add_flag("--explain", o->explain, "Print where each node runs (device or CPU fallback, with the reason)");
   cmd->callback([o] { Run(*o); });
 }

@@ -169,7 +169,7 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_option("--epochs", o->epochs, "Passes over the data")->check(CLI::Range(1, 1000000));
   cmd->add_option("--batch-size", o->batch_size, "Samples per step")->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--seed", o->seed, "Shuffle seed");
-  cmd->add_option("--device", o->device, "cpu (default) or xla[:N]: the device training runs on");
+  cmd->add_option("--device", o->device, "cpu (default), xla[:N] or cuda[:N]: the device training runs on");
   cmd->add_option("--loss", o->loss, "Graph output reported as the training loss");
   cmd->add_option("--eval", o->eval_graph, "Evaluation graph sharing parameter names, run after each epoch");
   cmd->add_option("--eval-data", o->eval_data, "NAME=FILE.npy for the evaluation graph (repeatable)");

@@ -111,7 +111,7 @@ void AddVerifyCommand(CLI::App& app) {
   cmd->add_option("--record", o->record_file, "Write this run's record (cells and machine) to this JSON file");
   cmd->add_option("--machine", o->machine, "Machine description for the record (default: the CPU model)");
   cmd->add_option("--device", o->device,
-                  "cpu (default: the SIMD matrix) or xla[:N]: every op as a one-node graph on the device "
+                  "cpu (default: the SIMD matrix), xla[:N] or cuda[:N]: every op as a one-node graph on the device "
                   "against the scalar reference (record: verify-xla.json)");
   cmd->add_flag("--from-records", o->from_records,
                 "With --write-docs: run nothing, regenerate the three matrices from the records there");
