@@ -84,6 +84,11 @@ const KernelTable& Table() {
     RegisterActivation(t);
     RegisterRows(t);
     RegisterMatmul(t);
+    RegisterShape(t);
+    RegisterNn(t);
+    RegisterOptimizer(t);
+    RegisterPhysicsCausal(t);
+    RegisterResearch(t);
     return t;
   }();
   return table;

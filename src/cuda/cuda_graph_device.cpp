@@ -77,9 +77,13 @@ class CudaProgram final : public runtime::DeviceProgram {
         const auto it = state.find(node.name + "/" + key);
         if (it != state.end()) node_state.tensors[key] = HostView(it->second, device_, "state '" + it->first + "'");
       }
+      // Only frozen parameters are named here: an optimizer leaves them as they are. Other
+      // parameters update a copy, which the executor makes the parameter's new value.
       runtime::ParameterStore params;
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        if (n.input_frozen[i]) params.frozen[node.inputs[i]] = true;
+        if (!n.input_frozen[i]) continue;
+        params.tensors[node.inputs[i]] = in[i];
+        params.frozen[node.inputs[i]] = true;
       }
       runtime::OpContext ctx{*backend_, *n.attrs, node_state, params, node.inputs};
       runtime::RunLowering(*impl, ctx, in, out);

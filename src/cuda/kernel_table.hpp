@@ -28,6 +28,11 @@ void RegisterElementwise(KernelTable& table);
 void RegisterActivation(KernelTable& table);
 void RegisterRows(KernelTable& table);
 void RegisterMatmul(KernelTable& table);
+void RegisterShape(KernelTable& table);
+void RegisterNn(KernelTable& table);
+void RegisterOptimizer(KernelTable& table);
+void RegisterPhysicsCausal(KernelTable& table);
+void RegisterResearch(KernelTable& table);
 
 // Every kernel of this build, registered once.
 const KernelTable& Table();

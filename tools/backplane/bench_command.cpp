@@ -24,6 +24,9 @@
 #include "backplane/llm/model_bench.hpp"
 #include "backplane/llama_cpp_peer.hpp"
 #include "bench_device.hpp"
+#ifdef BACKPLANE_HAVE_CUDA
+#include "backplane/cuda/cuda_backend.hpp"
+#endif
 #include "commands.hpp"
 
 namespace backplane::cli {
@@ -199,6 +202,12 @@ void RunOnnxBench(const BenchOptions& o) {
 }
 
 void RunBench(const BenchOptions& o) {
+#ifdef BACKPLANE_HAVE_CUDA
+  if (o.device.starts_with("cuda") && o.format != "json") {
+    const Device cuda_device = ParseDevice(o.device);
+    std::cout << "## CUDA kernels\n\n" << cuda::KernelBenchMarkdown(cuda_device.index, o.min_time) << "\n## Graphs\n\n";
+  }
+#endif
   if (o.device != "cpu") return RunDeviceBench(o.device, o.onnx_model, o.min_time, o.format);
   if (!o.model.empty()) return RunModelBench(o);
   if (!o.onnx_model.empty()) return RunOnnxBench(o);

@@ -49,4 +49,9 @@ std::vector<Gpu> VisibleGpus(std::string* why);
 std::string Versions();
 std::string BuiltArchitectures();
 
+// The kernel rows of `backplane bench --device cuda`: memory-bound methods at 64M elements against
+// the measured device-to-device copy bandwidth, bf16 GEMM 4096^3 against cuBLAS called directly,
+// causal attention; Markdown. Throws Error(DeviceUnavailable) without a GPU.
+std::string KernelBenchMarkdown(int device, double min_seconds);
+
 }  // namespace backplane::cuda

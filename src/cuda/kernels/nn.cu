@@ -1,0 +1,1406 @@
+// CUDA kernels for the Attention, Convolution, Pool and PoolNd surfaces. Semantics: the CPU scalar
+// reference (src/cpu/reference/{attention,convolution,pool,pool_nd}.cpp, with the window geometry
+// of src/cpu/reference/pool_nd_geometry.hpp) and docs/semantics/{attention,convolution,pool,
+// pool_nd}.md: the same argument checks in the same order with the same messages, the same
+// accumulation precision (f64 for every dtype wherever the reference widens to f64), the same
+// accumulation order, and the same rounding on store.
+//
+//   - Attention: one block per (head, tile of query rows); keys and values stream through shared
+//     memory in tiles and the depth / value columns in chunks. The softmax runs over the
+//     reference's key tiles (FlashAttention: BlockSize keys from key 0; the two-pass methods: one
+//     tile holding every key): per tile the scores' max (pass A), then exp(s - max) weights, their
+//     sum and the weighted sum of V (pass B), with the running max / normaliser / accumulator
+//     rescale of the online softmax between tiles. Every dot product, normaliser and accumulator
+//     is one sequential f64 chain in the reference's order, so the results are the reference's up
+//     to libm's exp. Key tiles that no query row of the block can see (causal / window) are
+//     skipped. The accumulators live in an f64 device buffer shaped like O; O is written from it
+//     at the end (so O may alias an input, as the reference allows).
+//   - Convolution: one thread per output element, one f64 accumulator (bias first, then input
+//     channels x kernel taps in row-major tap order), as the reference.
+//   - Pool: one thread per output element; max in the compute type (an exact widening), means
+//     summed in f64.
+//   - PoolNd: the reference's geometry (tap positions per axis) is built on the host by
+//     BuildPoolNdGeometry (which also validates) and copied to the device; one thread per output.
+//
+// Results of Attention, Convolution and Pool are stored as the reference's Store<double>: rounded
+// to f32 for the f32-class formats, then to f16/bf16. AvgPoolNd rounds once from f64
+// (StoreResult: round to odd into f32, then to nearest even). Where the output may alias an input
+// (Convolution, Pool) and does, it is computed into a device staging buffer and copied over.
+//
+// The f64 arithmetic uses the explicit round-to-nearest intrinsics so that nvcc never contracts a
+// multiply and an add into an FMA (the reference is compiled without contraction).
+//
+// fmt turns its constexpr off under nvcc (FMT_USE_CONSTEXPR 0) but keeps C++20 constexpr
+// functions that call those, which the host compiler then rejects (fmtlib/fmt#3543); it is turned
+// back on for this file (as in activation.cu and rows.cu).
+#ifndef FMT_USE_CONSTEXPR
+#define FMT_USE_CONSTEXPR 1
+#endif
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "backplane/backend/attention.hpp"
+#include "backplane/backend/convolution.hpp"
+#include "backplane/backend/pool.hpp"
+#include "backplane/backend/pool_nd.hpp"
+#include "cpu/reference/pool_nd_geometry.hpp"
+#include "cuda/kernels/common.cuh"
+
+namespace backplane::cuda {
+
+void RegisterNn(KernelTable& table);
+
+namespace {
+
+// fmt::format with the format string checked at run time (nvcc's front end cannot evaluate fmt's
+// consteval check). The output is the same as fmt::format's.
+template <class... Args>
+std::string Format(std::string_view format, const Args&... args) {
+  return fmt::format(fmt::runtime(format), args...);
+}
+
+// ---- Shared helpers --------------------------------------------------------------------------
+
+__device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double Sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ double Mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double Div(double a, double b) { return __ddiv_rn(a, b); }
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Element i of a float buffer widened (exactly) to double.
+template <class S>
+__device__ __forceinline__ double LdD(const void* p, int64_t i) {
+  return static_cast<double>(Ld<S>(p, i));
+}
+
+// The reference's Store<double> (Narrow): rounded to the compute type (f32 for f32/f16/bf16),
+// then to the storage format.
+template <class S>
+__device__ __forceinline__ void StD(void* p, int64_t i, double v) {
+  St<S>(p, i, static_cast<Compute<S>>(v));
+}
+
+// The reference's StoreResult: one rounding from double. For f16/bf16 the double is rounded to
+// odd into f32 first (RoundToOddF32), after which the round to nearest even into the narrow format
+// equals one correct rounding of the double.
+template <class S>
+__device__ __forceinline__ void StOnce(void* p, int64_t i, double v) {
+  if constexpr (std::is_same_v<S, double>) {
+    static_cast<double*>(p)[i] = v;
+  } else if constexpr (std::is_same_v<S, float>) {
+    static_cast<float*>(p)[i] = __double2float_rn(v);
+  } else {
+    float f = __double2float_rn(v);
+    if (!isnan(v) && static_cast<double>(f) != v) {
+      unsigned bits = __float_as_uint(f);
+      if (fabs(static_cast<double>(f)) > fabs(v)) --bits;  // one step towards zero
+      f = __uint_as_float(bits | 1u);
+    }
+    St<S>(p, i, f);
+  }
+}
+
+// Device scratch memory from the stream-ordered allocator. Release() frees it (checked) on the
+// normal path; the destructor frees it (unchecked) when an exception leaves the method early.
+class DeviceScratch {
+ public:
+  explicit DeviceScratch(size_t bytes) {
+    CheckCuda(static_cast<int>(cudaMallocAsync(&ptr_, bytes, Stream())), "cudaMallocAsync");
+  }
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  ~DeviceScratch() {
+    if (ptr_ != nullptr) static_cast<void>(cudaFreeAsync(ptr_, Stream()));
+  }
+  void* Get() const { return ptr_; }
+  void Release() {
+    void* p = ptr_;
+    ptr_ = nullptr;
+    CheckCuda(static_cast<int>(cudaFreeAsync(p, Stream())), "cudaFreeAsync");
+  }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+void CopyToDevice(void* device, const void* host, size_t bytes) {
+  CheckCuda(static_cast<int>(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, Stream())),
+            "cudaMemcpyAsync");
+}
+
+// True when the byte ranges [a, a + aBytes) and [b, b + bBytes) share a byte. Compares addresses
+// only; nothing is dereferenced.
+bool Overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
+  if (a == nullptr || b == nullptr || aBytes == 0 || bBytes == 0) return false;
+  const auto pa = reinterpret_cast<uintptr_t>(a);
+  const auto pb = reinterpret_cast<uintptr_t>(b);
+  return pa < pb + bBytes && pb < pa + aBytes;
+}
+
+// Where a kernel writes an output that may alias one of its inputs: the output itself, or (when
+// `staged`) a device buffer of the same size that Commit() copies over the output once every
+// kernel that reads the inputs has been launched.
+class OutputTarget {
+ public:
+  OutputTarget(void* out, size_t bytes, bool staged) : out_(out), bytes_(bytes) {
+    if (staged && bytes > 0) scratch_.emplace(bytes);
+  }
+  void* Get() const { return scratch_ ? scratch_->Get() : out_; }
+  void Commit() {
+    if (!scratch_) return;
+    CheckCuda(static_cast<int>(cudaMemcpyAsync(out_, scratch_->Get(), bytes_,
+                                               cudaMemcpyDeviceToDevice, Stream())),
+              "cudaMemcpyAsync");
+    scratch_->Release();
+  }
+
+ private:
+  void* out_;
+  size_t bytes_;
+  std::optional<DeviceScratch> scratch_;
+};
+
+// Narrow<double>: o[i] = the f64 result rounded as the reference's Store<double>.
+template <class S>
+__global__ void NarrowKernel(const double* src, void* dst, int64_t n) {
+  BP_CUDA_GRID_STRIDE(i, n) { StD<S>(dst, i, src[i]); }
+}
+
+// =================================================================================================
+// Attention
+// =================================================================================================
+
+// a * b, throwing instead of overflowing; `arg` is the argument blamed (attention.cpp's Product).
+int64_t AttnProduct(std::string_view op, std::string_view arg, int64_t a, int64_t b) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    ThrowInvalidArgument(op, arg, "small enough that the buffer size fits in int64",
+                         std::to_string(b));
+  }
+  return product;
+}
+
+// One launch: `numHeads` query heads over the same rows. Query head h reads columns
+// [h * qHeadCols, + depth) of Q, KV head g = h / groupSize columns [g * kvHeadCols, + depth) of K
+// and [g * kvHeadCols, + valueDim) of V, and accumulates into columns [h * oHeadCols, + valueDim)
+// of `acc` (row stride oStride).
+struct AttnParams {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  double* acc = nullptr;
+  int64_t qStride = 0, kStride = 0, vStride = 0, oStride = 0;
+  int64_t qHeadCols = 0, kvHeadCols = 0, oHeadCols = 0;
+  int64_t depth = 0, valueDim = 0;
+  int64_t seqQ = 0, seqK = 0;
+  int64_t numHeads = 1, groupSize = 1;
+  // The reference's key tiles [t * blockSize, (t + 1) * blockSize); INT64_MAX: one tile of every
+  // key (the two-pass algorithm).
+  int64_t blockSize = std::numeric_limits<int64_t>::max();
+  double scale = 0.0;
+  bool causal = false;
+  int64_t window = 0;  // > 0: only the last `window` positions up to p, and `right` after it
+  int64_t right = 0;   // -1: no bound after p
+  const double* alibi = nullptr;  // [numHeads] slopes, or null (no bias)
+};
+
+constexpr int kAttnRows = 16;     // query rows per block
+constexpr int kAttnKeys = 32;     // keys per shared-memory sub-tile
+constexpr int kAttnCols = 32;     // depth / value columns per shared-memory chunk
+constexpr int kAttnThreads = 256;
+
+struct AttnShared {
+  double q[kAttnRows][kAttnCols];
+  double k[kAttnKeys][kAttnCols + 1];  // padded against bank conflicts
+  double v[kAttnKeys][kAttnCols];
+  double s[kAttnRows][kAttnKeys];  // scores, then (pass B) the weights exp(s - max)
+  bool vis[kAttnRows][kAttnKeys];  // the key is visible to the row (and both exist)
+  double runningMax[kAttnRows], normaliser[kAttnRows];
+  double tileMax[kAttnRows], newMax[kAttnRows], rescale[kAttnRows];
+  bool anyVisible[kAttnRows], tileAny[kAttnRows], active[kAttnRows];
+};
+
+// max(a, b) that returns NaN when either is NaN (the reference's MaxPropagatingNaN).
+__device__ __forceinline__ double MaxPropagatingNaN(double a, double b) {
+  if (isnan(a) || isnan(b)) return __longlong_as_double(0x7ff8000000000000LL);
+  return a > b ? a : b;
+}
+
+// The reference's Visibility::Sees for absolute query position p and key j.
+__device__ __forceinline__ bool Sees(const AttnParams& a, int64_t p, int64_t j) {
+  if (a.causal && j > p) return false;
+  if (a.window > 0 && p - j >= a.window) return false;
+  if (a.window > 0 && a.right >= 0 && j - p > a.right) return false;
+  return true;
+}
+
+// sh.s[r][c] = score of query row i0 + r with key j0 + c (r < nRows, c < nKeys) and sh.vis[r][c]
+// whether that key is visible: dot (a sequential f64 chain over the depth, from +0.0) * scale +
+// bias. Reached by every thread of the block; starts and ends with a barrier.
+template <class S>
+__device__ void AttnScores(AttnShared& sh, const AttnParams& P, int64_t h, int64_t g, int64_t i0,
+                           int nRows, int64_t j0, int nKeys, double alibi) {
+  const int t = static_cast<int>(threadIdx.x);
+  const int n = static_cast<int>(blockDim.x);
+  __syncthreads();  // earlier users of sh.s, sh.q and sh.k are done
+  for (int e = t; e < kAttnRows * kAttnKeys; e += n) sh.s[e / kAttnKeys][e % kAttnKeys] = 0.0;
+  for (int64_t d0 = 0; d0 < P.depth; d0 += kAttnCols) {
+    const int nCols = static_cast<int>(min(static_cast<int64_t>(kAttnCols), P.depth - d0));
+    __syncthreads();  // the previous chunk's products are done
+    for (int e = t; e < kAttnRows * kAttnCols; e += n) {
+      const int r = e / kAttnCols, c = e % kAttnCols;
+      sh.q[r][c] = (r < nRows && c < nCols)
+                       ? LdD<S>(P.q, (i0 + r) * P.qStride + h * P.qHeadCols + d0 + c)
+                       : 0.0;
+    }
+    for (int e = t; e < kAttnKeys * kAttnCols; e += n) {
+      const int r = e / kAttnCols, c = e % kAttnCols;
+      sh.k[r][c] = (r < nKeys && c < nCols)
+                       ? LdD<S>(P.k, (j0 + r) * P.kStride + g * P.kvHeadCols + d0 + c)
+                       : 0.0;
+    }
+    __syncthreads();
+    for (int e = t; e < kAttnRows * kAttnKeys; e += n) {
+      const int r = e / kAttnKeys, c = e % kAttnKeys;
+      if (r >= nRows || c >= nKeys) continue;
+      double dot = sh.s[r][c];
+      for (int d = 0; d < nCols; ++d) dot = Add(dot, Mul(sh.q[r][d], sh.k[c][d]));
+      sh.s[r][c] = dot;
+    }
+  }
+  __syncthreads();
+  const int64_t shift = P.seqK - P.seqQ;
+  for (int e = t; e < kAttnRows * kAttnKeys; e += n) {
+    const int r = e / kAttnKeys, c = e % kAttnKeys;
+    bool visible = false;
+    if (r < nRows && c < nKeys) {
+      const int64_t p = i0 + r + shift;
+      const int64_t j = j0 + c;
+      visible = Sees(P, p, j);
+      if (visible) {
+        const double bias = alibi == 0.0 ? 0.0 : Mul(alibi, static_cast<double>(j - p));
+        sh.s[r][c] = Add(Mul(sh.s[r][c], P.scale), bias);
+      }
+    }
+    sh.vis[r][c] = visible;
+  }
+  __syncthreads();
+}
+
+// The rows' results into P.acc: every query row i of a block's tile gets
+//   acc[i, :] = sum over visible j of exp(s_ij - m) v[j, :] / sum exp(s_ij - m)
+// computed over the reference's key tiles with the online-softmax rescale between tiles (the
+// reference's AttendRowTiled; with one tile this is AttendRowTwoPass exactly). Rows that see no
+// key get zeros, rows whose visible scores are all -Inf get NaN.
+template <class S>
+__global__ void __launch_bounds__(kAttnThreads) AttentionKernel(AttnParams P) {
+  __shared__ AttnShared sh;
+  const int t = static_cast<int>(threadIdx.x);
+  const int n = static_cast<int>(blockDim.x);
+  const int64_t rowTiles = (P.seqQ + kAttnRows - 1) / kAttnRows;
+  const int64_t items = P.numHeads * rowTiles;
+  const int64_t shift = P.seqK - P.seqQ;
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const int64_t h = item / rowTiles;
+    const int64_t g = h / P.groupSize;
+    const int64_t i0 = (item % rowTiles) * kAttnRows;
+    const int nRows = static_cast<int>(min(static_cast<int64_t>(kAttnRows), P.seqQ - i0));
+    const int64_t vd = P.valueDim;
+    const double alibi = P.alibi != nullptr ? P.alibi[h] : 0.0;
+    double* acc = P.acc + h * P.oHeadCols;  // row i, column d at acc[i * oStride + d]
+
+    __syncthreads();  // the previous item's rows are finished
+    if (t < kAttnRows) {
+      sh.runningMax[t] = -kInf;
+      sh.normaliser[t] = 0.0;
+      sh.anyVisible[t] = false;
+    }
+    for (int64_t e = t; e < nRows * vd; e += n) acc[(i0 + e / vd) * P.oStride + e % vd] = 0.0;
+
+    // The keys some row of the tile may see: [lo, hi).
+    const int64_t pFirst = i0 + shift;
+    const int64_t pLast = i0 + nRows - 1 + shift;
+    int64_t lo = 0;
+    int64_t hi = P.seqK;
+    if (P.causal) hi = min(hi, pLast + 1);
+    if (P.window > 0) {
+      if (pFirst + 1 > P.window) lo = pFirst + 1 - P.window;
+      if (P.right >= 0 && P.right < P.seqK) hi = min(hi, pLast + P.right + 1);
+    }
+
+    const int64_t bs = P.blockSize;
+    for (int64_t start = (lo / bs) * bs, end = 0; start < hi; start = end) {
+      end = start + min(bs, P.seqK - start);
+      const int64_t a = max(start, lo);
+      const int64_t b = min(end, hi);
+      if (a >= b) continue;
+      const bool oneSubTile = b - a <= kAttnKeys;  // pass A's scores serve pass B
+
+      // Pass A: the tile's max over the visible scores, per row.
+      __syncthreads();  // the previous tile's statistics are read
+      if (t < kAttnRows) {
+        sh.tileMax[t] = -kInf;
+        sh.tileAny[t] = false;
+      }
+      for (int64_t j0 = a; j0 < b; j0 += kAttnKeys) {
+        const int nKeys = static_cast<int>(min(static_cast<int64_t>(kAttnKeys), b - j0));
+        AttnScores<S>(sh, P, h, g, i0, nRows, j0, nKeys, alibi);
+        if (t < nRows) {
+          for (int c = 0; c < nKeys; ++c) {
+            if (!sh.vis[t][c]) continue;
+            sh.tileAny[t] = true;
+            sh.tileMax[t] = MaxPropagatingNaN(sh.tileMax[t], sh.s[t][c]);
+          }
+        }
+      }
+      __syncthreads();
+      if (t < nRows) {
+        sh.active[t] = false;
+        if (sh.tileAny[t]) {
+          sh.anyVisible[t] = true;
+          const double newMax = MaxPropagatingNaN(sh.runningMax[t], sh.tileMax[t]);
+          // Every score so far is -Inf: nothing carries weight relative to a later finite score.
+          if (newMax != -kInf) {
+            sh.active[t] = true;
+            sh.newMax[t] = newMax;
+            sh.rescale[t] = exp(Sub(sh.runningMax[t], newMax));  // 0 on the first tile
+            sh.normaliser[t] = Mul(sh.normaliser[t], sh.rescale[t]);
+          }
+        }
+      }
+      __syncthreads();
+      for (int64_t e = t; e < nRows * vd; e += n) {
+        const int r = static_cast<int>(e / vd);
+        if (!sh.active[r]) continue;
+        double* x = acc + (i0 + r) * P.oStride + e % vd;
+        *x = Mul(*x, sh.rescale[r]);
+      }
+
+      // Pass B: weights, their sum and the weighted sum of V, in key order.
+      for (int64_t j0 = a; j0 < b; j0 += kAttnKeys) {
+        const int nKeys = static_cast<int>(min(static_cast<int64_t>(kAttnKeys), b - j0));
+        if (oneSubTile) {
+          __syncthreads();  // the rescale above is done
+        } else {
+          AttnScores<S>(sh, P, h, g, i0, nRows, j0, nKeys, alibi);
+        }
+        for (int e = t; e < kAttnRows * kAttnKeys; e += n) {
+          const int r = e / kAttnKeys, c = e % kAttnKeys;
+          if (sh.vis[r][c] && sh.active[r]) sh.s[r][c] = exp(Sub(sh.s[r][c], sh.newMax[r]));
+        }
+        __syncthreads();
+        if (t < nRows && sh.active[t]) {
+          double sum = sh.normaliser[t];
+          for (int c = 0; c < nKeys; ++c) {
+            if (sh.vis[t][c]) sum = Add(sum, sh.s[t][c]);
+          }
+          sh.normaliser[t] = sum;
+        }
+        for (int64_t d0 = 0; d0 < vd; d0 += kAttnCols) {
+          const int nCols = static_cast<int>(min(static_cast<int64_t>(kAttnCols), vd - d0));
+          __syncthreads();  // the previous chunk of V is used
+          for (int e = t; e < kAttnKeys * kAttnCols; e += n) {
+            const int r = e / kAttnCols, c = e % kAttnCols;
+            sh.v[r][c] = (r < nKeys && c < nCols)
+                             ? LdD<S>(P.v, (j0 + r) * P.vStride + g * P.kvHeadCols + d0 + c)
+                             : 0.0;
+          }
+          __syncthreads();
+          for (int e = t; e < kAttnRows * kAttnCols; e += n) {
+            const int r = e / kAttnCols, c = e % kAttnCols;
+            if (r >= nRows || c >= nCols || !sh.active[r]) continue;
+            double* x = acc + (i0 + r) * P.oStride + d0 + c;
+            double value = *x;
+            for (int key = 0; key < nKeys; ++key) {
+              if (sh.vis[r][key]) value = Add(value, Mul(sh.s[r][key], sh.v[key][c]));
+            }
+            *x = value;
+          }
+        }
+      }
+      __syncthreads();
+      if (t < nRows && sh.active[t]) sh.runningMax[t] = sh.newMax[t];
+    }
+
+    __syncthreads();
+    const double nan = __longlong_as_double(0x7ff8000000000000LL);
+    for (int64_t e = t; e < nRows * vd; e += n) {
+      const int r = static_cast<int>(e / vd);
+      double* x = acc + (i0 + r) * P.oStride + e % vd;
+      if (!sh.anyVisible[r]) {
+        *x = 0.0;  // fully masked row: zeros
+      } else if (sh.runningMax[r] == -kInf) {
+        *x = nan;  // every visible score is -Inf: softmax is undefined
+      } else {
+        *x = Div(*x, sh.normaliser[r]);
+      }
+    }
+  }
+}
+
+// Runs the attention kernel into an f64 buffer shaped like O (outCount elements), then narrows it
+// into o. `slopes` (empty, or one per head) are the ALiBi slopes.
+void RunAttention(std::string_view op, AttnParams params, void* o, int64_t outCount,
+                  const std::vector<double>& slopes, DType dtype) {
+  const size_t accBytes = static_cast<size_t>(outCount) * sizeof(double);
+  DeviceScratch scratch(accBytes + slopes.size() * sizeof(double));
+  params.acc = static_cast<double*>(scratch.Get());
+  if (!slopes.empty()) {
+    auto* deviceSlopes = reinterpret_cast<double*>(static_cast<char*>(scratch.Get()) + accBytes);
+    CopyToDevice(deviceSlopes, slopes.data(), slopes.size() * sizeof(double));
+    params.alibi = deviceSlopes;
+  }
+  const int64_t items = params.numHeads * ((params.seqQ + kAttnRows - 1) / kAttnRows);
+  const unsigned blocks = GridFor(items, 1);
+  ByFloatDType(op, dtype, [&](auto storage) {
+    using S = decltype(storage);
+    AttentionKernel<S><<<blocks, kAttnThreads, 0, Stream()>>>(params);
+    NarrowKernel<S><<<GridFor(outCount), kThreads, 0, Stream()>>>(params.acc, o, outCount);
+  });
+  scratch.Release();
+  FinishMethod(op);
+}
+
+struct SingleHeadSizes {
+  int64_t qCount, kCount, vCount, oCount;
+};
+
+SingleHeadSizes ValidateSingleHead(std::string_view op, const void* q, const void* k, const void* v,
+                                   const void* o, int64_t seqQ, int64_t seqK, int64_t depth,
+                                   int64_t valueDim, DType dtype) {
+  CheckDType(op, "dtype", dtype, kFloatDTypes);
+  CheckNonNegative(op, "seqQ", seqQ);
+  CheckNonNegative(op, "seqK", seqK);
+  CheckNonNegative(op, "depth", depth);
+  CheckNonNegative(op, "valueDim", valueDim);
+  if (depth == 0 && seqQ > 0 && seqK > 0) {
+    ThrowInvalidArgument(op, "depth", "> 0 when seqQ and seqK are > 0 (the scale is 1/sqrt(depth))",
+                         "0");
+  }
+  const SingleHeadSizes sizes{
+      AttnProduct(op, "depth", seqQ, depth), AttnProduct(op, "depth", seqK, depth),
+      AttnProduct(op, "valueDim", seqK, valueDim), AttnProduct(op, "valueDim", seqQ, valueDim)};
+  CheckPointer(op, "q", q, sizes.qCount);
+  CheckPointer(op, "k", k, sizes.kCount);
+  CheckPointer(op, "v", v, sizes.vCount);
+  CheckPointer(op, "o", o, sizes.oCount);
+  return sizes;
+}
+
+void RunSingleHead(std::string_view op, int64_t blockSize, bool causal, const void* q,
+                   const void* k, const void* v, void* o, int64_t seqQ, int64_t seqK, int64_t depth,
+                   int64_t valueDim, DType dtype, const SingleHeadSizes& sizes) {
+  if (sizes.oCount == 0) return;
+  AttnParams p;
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.qStride = depth;
+  p.kStride = depth;
+  p.vStride = valueDim;
+  p.oStride = valueDim;
+  p.depth = depth;
+  p.valueDim = valueDim;
+  p.seqQ = seqQ;
+  p.seqK = seqK;
+  p.blockSize = blockSize;
+  p.scale = depth > 0 ? 1.0 / std::sqrt(static_cast<double>(depth)) : 0.0;
+  p.causal = causal;
+  RunAttention(op, p, o, sizes.oCount, {}, dtype);
+}
+
+// O = softmax(Q K^T / sqrt(depth)) V, two passes per row over every key. BlockSize is not used.
+void ScaledDotProductAttention(const FlashAttentionConfig& config, const void* q, const void* k,
+                               const void* v, void* o, int64_t seqQ, int64_t seqK, int64_t depth,
+                               int64_t valueDim, DType dtype) {
+  constexpr std::string_view kOp = "Attention.ScaledDotProductAttention";
+  const SingleHeadSizes sizes =
+      ValidateSingleHead(kOp, q, k, v, o, seqQ, seqK, depth, valueDim, dtype);
+  RunSingleHead(kOp, std::numeric_limits<int64_t>::max(), config.Causal, q, k, v, o, seqQ, seqK,
+                depth, valueDim, dtype, sizes);
+}
+
+// The same function over tiles of BlockSize keys with the online softmax.
+void FlashAttention(const FlashAttentionConfig& config, const void* q, const void* k, const void* v,
+                    void* o, int64_t seqQ, int64_t seqK, int64_t depth, int64_t valueDim,
+                    DType dtype) {
+  constexpr std::string_view kOp = "Attention.FlashAttention";
+  CheckDType(kOp, "dtype", dtype, kFloatDTypes);
+  CheckPositive(kOp, "BlockSize", config.BlockSize);
+  const SingleHeadSizes sizes =
+      ValidateSingleHead(kOp, q, k, v, o, seqQ, seqK, depth, valueDim, dtype);
+  RunSingleHead(kOp, config.BlockSize, config.Causal, q, k, v, o, seqQ, seqK, depth, valueDim,
+                dtype, sizes);
+}
+
+// Q and O [seqQ, NumHeads*HeadDim], K and V [seqK, kvHeads*HeadDim]; query head h attends with KV
+// head h / (NumHeads / kvHeads); causal / window bottom-right aligned; ALiBi slope^(h+1).
+void MultiHeadAttention(const MultiHeadAttentionConfig& config, const void* q, const void* k,
+                        const void* v, void* o, int64_t seqQ, int64_t seqK, DType dtype) {
+  constexpr std::string_view kOp = "Attention.MultiHeadAttention";
+  CheckDType(kOp, "dtype", dtype, kFloatDTypes);
+  CheckNonNegative(kOp, "seqQ", seqQ);
+  CheckNonNegative(kOp, "seqK", seqK);
+  CheckPositive(kOp, "NumHeads", config.NumHeads);
+  CheckPositive(kOp, "HeadDim", config.HeadDim);
+  const int64_t numHeads = config.NumHeads;
+  const int64_t kvHeads = config.KVHeadCount > 0 ? config.KVHeadCount : numHeads;
+  if (kvHeads > numHeads) {
+    ThrowInvalidArgument(kOp, "KVHeadCount", Format("<= NumHeads ({})", numHeads),
+                         std::to_string(kvHeads));
+  }
+  if (numHeads % kvHeads != 0) {
+    ThrowInvalidArgument(kOp, "KVHeadCount", Format("a divisor of NumHeads ({})", numHeads),
+                         std::to_string(kvHeads));
+  }
+  CheckNonNegative(kOp, "WindowSize", config.WindowSize);
+  if (config.WindowRight < -1) {
+    ThrowInvalidArgument(kOp, "WindowRight", ">= -1", std::to_string(config.WindowRight));
+  }
+  const double slope = static_cast<double>(config.ALiBiSlope);
+  CheckFinite(kOp, "ALiBiSlope", slope);
+  if (slope < 0.0) ThrowInvalidArgument(kOp, "ALiBiSlope", ">= 0", Format("{}", slope));
+  if (slope > 1.0 && !std::isfinite(std::pow(slope, static_cast<double>(numHeads)))) {
+    ThrowInvalidArgument(kOp, "ALiBiSlope",
+                         Format("such that ALiBiSlope^NumHeads ({}) is finite", numHeads),
+                         Format("{}", slope));
+  }
+  const int64_t headDim = config.HeadDim;
+  const int64_t qWidth = AttnProduct(kOp, "HeadDim", numHeads, headDim);
+  const int64_t kvWidth = AttnProduct(kOp, "HeadDim", kvHeads, headDim);
+  const int64_t qCount = AttnProduct(kOp, "seqQ", qWidth, seqQ);
+  const int64_t kvCount = AttnProduct(kOp, "seqK", kvWidth, seqK);
+  CheckPointer(kOp, "q", q, qCount);
+  CheckPointer(kOp, "k", k, kvCount);
+  CheckPointer(kOp, "v", v, kvCount);
+  CheckPointer(kOp, "o", o, qCount);
+  if (qCount == 0) return;
+
+  std::vector<double> slopes;
+  if (slope != 0.0) {
+    slopes.resize(static_cast<size_t>(numHeads));
+    for (int64_t h = 0; h < numHeads; ++h) {
+      slopes[static_cast<size_t>(h)] = std::pow(slope, static_cast<double>(h + 1));
+    }
+  }
+  AttnParams p;
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.qStride = qWidth;
+  p.kStride = kvWidth;
+  p.vStride = kvWidth;
+  p.oStride = qWidth;
+  p.qHeadCols = headDim;
+  p.kvHeadCols = headDim;
+  p.oHeadCols = headDim;
+  p.depth = headDim;
+  p.valueDim = headDim;
+  p.seqQ = seqQ;
+  p.seqK = seqK;
+  p.numHeads = numHeads;
+  p.groupSize = numHeads / kvHeads;
+  p.scale = 1.0 / std::sqrt(static_cast<double>(headDim));
+  p.causal = config.Causal;
+  p.window = config.WindowSize;
+  p.right = config.WindowRight;
+  RunAttention(kOp, p, o, qCount, slopes, dtype);
+}
+
+// =================================================================================================
+// Convolution
+// =================================================================================================
+
+// a * b, or InvalidArgument naming `arg` when the product does not fit in int64.
+int64_t MulOrThrow(std::string_view op, std::string_view arg, int64_t a, int64_t b) {
+  int64_t result = 0;
+  if (__builtin_mul_overflow(a, b, &result)) {
+    ThrowInvalidArgument(op, arg, "small enough for its sizes to fit in int64",
+                         Format("{} * {}", a, b));
+  }
+  return result;
+}
+
+// a + b, or InvalidArgument naming `arg` when the sum does not fit in int64.
+int64_t AddOrThrow(std::string_view op, std::string_view arg, int64_t a, int64_t b) {
+  int64_t result = 0;
+  if (__builtin_add_overflow(a, b, &result)) {
+    ThrowInvalidArgument(op, arg, "small enough for its sizes to fit in int64",
+                         Format("{} + {}", a, b));
+  }
+  return result;
+}
+
+namespace conv {
+
+// One spatial axis of a convolution and the argument names that describe it.
+struct Axis {
+  int64_t in, kernel, out, stride, padding, dilation;
+  std::string_view inName, kernelName, outName, strideName, paddingName, dilationName;
+};
+
+void CheckAxisConfig(std::string_view op, const Axis& a) {
+  CheckPositive(op, a.strideName, a.stride);
+  CheckNonNegative(op, a.paddingName, a.padding);
+  CheckPositive(op, a.dilationName, a.dilation);
+}
+
+int64_t DilatedSpan(std::string_view op, const Axis& a) {
+  return MulOrThrow(op, a.kernelName, a.dilation, a.kernel - 1);
+}
+
+void CheckForwardExtent(std::string_view op, const Axis& a) {
+  int64_t expected = 0;
+  if (a.in > 0) {
+    const int64_t twoPad = MulOrThrow(op, a.paddingName, 2, a.padding);
+    const int64_t padded = AddOrThrow(op, a.paddingName, a.in, twoPad);
+    const int64_t span = DilatedSpan(op, a);
+    if (padded <= span) {
+      ThrowShapeMismatch(op, a.inName,
+                         Format("> {} ({}*({} - 1) - 2*{})", span - twoPad, a.dilationName,
+                                a.kernelName, a.paddingName),
+                         std::to_string(a.in));
+    }
+    expected = (padded - span - 1) / a.stride + 1;
+  }
+  if (a.out != expected) {
+    ThrowShapeMismatch(op, a.outName,
+                       Format("{} (from {}, {} and the config)", expected, a.inName, a.kernelName),
+                       std::to_string(a.out));
+  }
+}
+
+void CheckTransposedExtent(std::string_view op, const Axis& a) {
+  if (a.in == 0) {
+    if (a.out != 0) {
+      ThrowShapeMismatch(op, a.outName, Format("0 (from {} = 0)", a.inName),
+                         std::to_string(a.out));
+    }
+    return;
+  }
+  const int64_t grown = MulOrThrow(op, a.strideName, a.in - 1, a.stride);
+  const int64_t shrink = MulOrThrow(op, a.paddingName, 2, a.padding);
+  const int64_t base = AddOrThrow(op, a.kernelName, AddOrThrow(op, a.kernelName, grown - shrink, 1),
+                                  DilatedSpan(op, a));
+  const int64_t extra = std::max(a.stride, a.dilation) - 1;  // largest output_padding
+  const int64_t highest = AddOrThrow(op, a.outName, base, extra);
+  if (a.out < std::max<int64_t>(base, 1) || a.out > highest) {
+    ThrowShapeMismatch(op, a.outName,
+                       Format("{} + output_padding with 0 <= output_padding <= {}, and >= 1 "
+                              "(({} - 1)*{} - 2*{} + {}*({} - 1) + 1)",
+                              base, extra, a.inName, a.strideName, a.paddingName, a.dilationName,
+                              a.kernelName),
+                       std::to_string(a.out));
+  }
+}
+
+template <size_t R>
+int64_t Volume(std::string_view op, std::string_view arg, const std::array<Axis, R>& axes,
+               int64_t Axis::*member) {
+  int64_t volume = 1;
+  for (const Axis& a : axes) volume = MulOrThrow(op, arg, volume, a.*member);
+  return volume;
+}
+
+struct Plan {
+  int64_t inCount = 0, weightCount = 0, outCount = 0;
+  int64_t inVolume = 0, kernelVolume = 0, outVolume = 0;
+};
+
+// The reference's Validate: dtype, non-negative sizes, config, kernel > 0, output extents,
+// element counts, pointers. Bias may be null at any size.
+template <size_t R>
+Plan Validate(std::string_view op, bool transposed, const std::array<Axis, R>& axes, const void* in,
+              const void* weight, const void* out, int64_t batch, int64_t inChannels,
+              int64_t outChannels, DType dtype) {
+  CheckDType(op, "dtype", dtype, kFloatDTypes);
+  CheckNonNegative(op, "batch", batch);
+  CheckNonNegative(op, "inChannels", inChannels);
+  for (const Axis& a : axes) CheckNonNegative(op, a.inName, a.in);
+  CheckNonNegative(op, "outChannels", outChannels);
+  for (const Axis& a : axes) CheckNonNegative(op, a.kernelName, a.kernel);
+  for (const Axis& a : axes) CheckNonNegative(op, a.outName, a.out);
+  for (const Axis& a : axes) CheckAxisConfig(op, a);
+  for (const Axis& a : axes) CheckPositive(op, a.kernelName, a.kernel);
+  for (const Axis& a : axes) {
+    if (transposed) {
+      CheckTransposedExtent(op, a);
+    } else {
+      CheckForwardExtent(op, a);
+    }
+  }
+  Plan p;
+  p.inVolume = Volume(op, "in", axes, &Axis::in);
+  p.kernelVolume = Volume(op, "weight", axes, &Axis::kernel);
+  p.outVolume = Volume(op, "out", axes, &Axis::out);
+  p.inCount = MulOrThrow(op, "in", MulOrThrow(op, "in", batch, inChannels), p.inVolume);
+  p.weightCount =
+      MulOrThrow(op, "weight", MulOrThrow(op, "weight", outChannels, inChannels), p.kernelVolume);
+  p.outCount = MulOrThrow(op, "out", MulOrThrow(op, "out", batch, outChannels), p.outVolume);
+  CheckPointer(op, "in", in, p.inCount);
+  CheckPointer(op, "weight", weight, p.weightCount);
+  CheckPointer(op, "out", out, p.outCount);
+  return p;
+}
+
+Axis AxisL(const Conv1DConfig& c, int64_t inL, int64_t kernelL, int64_t outL) {
+  return {inL,   kernelL,   outL,   c.Stride,        c.Padding,        c.Dilation,
+          "inL", "kernelL", "outL", "config.Stride", "config.Padding", "config.Dilation"};
+}
+
+std::array<Axis, 2> AxesHW(const Conv2DConfig& c, int64_t inH, int64_t inW, int64_t kernelH,
+                           int64_t kernelW, int64_t outH, int64_t outW) {
+  return {{{inH, kernelH, outH, c.StrideH, c.PaddingH, c.DilationH, "inH", "kernelH", "outH",
+            "config.StrideH", "config.PaddingH", "config.DilationH"},
+           {inW, kernelW, outW, c.StrideW, c.PaddingW, c.DilationW, "inW", "kernelW", "outW",
+            "config.StrideW", "config.PaddingW", "config.DilationW"}}};
+}
+
+// The geometry of one call on three spatial axes (d, h, w); a rank-r call gets 3 - r leading
+// axes of size 1 with a one-tap kernel, stride 1, no padding and dilation 1, which changes neither
+// the offsets nor the tap order.
+struct Geom {
+  int64_t in[3], kernel[3], out[3], stride[3], padding[3], dilation[3];
+  int64_t batch, inChannels, outChannels;
+  int64_t inVolume, kernelVolume, outVolume, outCount;
+};
+
+template <size_t R>
+Geom MakeGeom(const std::array<Axis, R>& axes, const Plan& p, int64_t batch, int64_t inChannels,
+              int64_t outChannels) {
+  Geom g{};
+  for (int r = 0; r < 3; ++r) {
+    g.in[r] = g.kernel[r] = g.out[r] = g.stride[r] = g.dilation[r] = 1;
+    g.padding[r] = 0;
+  }
+  for (size_t r = 0; r < R; ++r) {
+    const size_t at = 3 - R + r;
+    g.in[at] = axes[r].in;
+    g.kernel[at] = axes[r].kernel;
+    g.out[at] = axes[r].out;
+    g.stride[at] = axes[r].stride;
+    g.padding[at] = axes[r].padding;
+    g.dilation[at] = axes[r].dilation;
+  }
+  g.batch = batch;
+  g.inChannels = inChannels;
+  g.outChannels = outChannels;
+  g.inVolume = p.inVolume;
+  g.kernelVolume = p.kernelVolume;
+  g.outVolume = p.outVolume;
+  g.outCount = p.outCount;
+  return g;
+}
+
+// out[n, co, o...] = bias[co] + sum over ci, then the kernel taps in row-major order, of
+// in[n, ci, o*stride + k*dilation - padding ...] * weight[co, ci, k...], skipping the taps outside
+// the input; one f64 accumulator per output.
+template <class S>
+__global__ void ForwardKernel(Geom g, const void* in, const void* weight, const void* bias,
+                              void* out) {
+  BP_CUDA_GRID_STRIDE(idx, g.outCount) {
+    const int64_t o = idx % g.outVolume;
+    const int64_t co = (idx / g.outVolume) % g.outChannels;
+    const int64_t n = idx / g.outVolume / g.outChannels;
+    const int64_t ow = o % g.out[2];
+    const int64_t oh = (o / g.out[2]) % g.out[1];
+    const int64_t od = o / g.out[2] / g.out[1];
+    double acc = bias != nullptr ? LdD<S>(bias, co) : 0.0;
+    for (int64_t ci = 0; ci < g.inChannels; ++ci) {
+      const int64_t plane = (n * g.inChannels + ci) * g.inVolume;
+      const int64_t filter = (co * g.inChannels + ci) * g.kernelVolume;
+      for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+        const int64_t id = od * g.stride[0] + kd * g.dilation[0] - g.padding[0];
+        if (id < 0 || id >= g.in[0]) continue;
+        for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+          const int64_t ih = oh * g.stride[1] + kh * g.dilation[1] - g.padding[1];
+          if (ih < 0 || ih >= g.in[1]) continue;
+          for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+            const int64_t iw = ow * g.stride[2] + kw * g.dilation[2] - g.padding[2];
+            if (iw < 0 || iw >= g.in[2]) continue;
+            const double x = LdD<S>(in, plane + (id * g.in[1] + ih) * g.in[2] + iw);
+            const double w =
+                LdD<S>(weight, filter + (kd * g.kernel[1] + kh) * g.kernel[2] + kw);
+            acc = Add(acc, Mul(x, w));
+          }
+        }
+      }
+    }
+    StD<S>(out, idx, acc);
+  }
+}
+
+// The input position that tap k scatters onto output position o along one axis of a transposed
+// convolution (o = i*stride + k*dilation - padding), or -1 when there is none.
+__device__ __forceinline__ int64_t TransposedSource(int64_t in, int64_t stride, int64_t padding,
+                                                    int64_t dilation, int64_t o, int64_t k) {
+  const int64_t t = o + padding - k * dilation;
+  if (t < 0 || t % stride != 0) return -1;
+  const int64_t i = t / stride;
+  return i < in ? i : -1;
+}
+
+// out[n, co, oh, ow] = bias[co] + sum over ci, kh, kw (in that order) of
+// in[n, ci, ih, iw] * weight[ci, co, kh, kw] with ih*sH + kh*dH - pH = oh, iw*sW + kw*dW - pW = ow.
+// Uses the h and w axes of g (indices 1 and 2).
+template <class S>
+__global__ void TransposedKernel(Geom g, const void* in, const void* weight, const void* bias,
+                                 void* out) {
+  BP_CUDA_GRID_STRIDE(idx, g.outCount) {
+    const int64_t outH = g.out[1], outW = g.out[2];
+    const int64_t ow = idx % outW;
+    const int64_t oh = (idx / outW) % outH;
+    const int64_t co = (idx / outW / outH) % g.outChannels;
+    const int64_t n = idx / outW / outH / g.outChannels;
+    double acc = bias != nullptr ? LdD<S>(bias, co) : 0.0;
+    for (int64_t ci = 0; ci < g.inChannels; ++ci) {
+      const int64_t plane = (n * g.inChannels + ci) * g.in[1] * g.in[2];
+      const int64_t filter = (ci * g.outChannels + co) * g.kernel[1] * g.kernel[2];
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        const int64_t ih =
+            TransposedSource(g.in[1], g.stride[1], g.padding[1], g.dilation[1], oh, kh);
+        if (ih < 0) continue;
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          const int64_t iw =
+              TransposedSource(g.in[2], g.stride[2], g.padding[2], g.dilation[2], ow, kw);
+          if (iw < 0) continue;
+          const double x = LdD<S>(in, plane + ih * g.in[2] + iw);
+          const double w = LdD<S>(weight, filter + kh * g.kernel[2] + kw);
+          acc = Add(acc, Mul(x, w));
+        }
+      }
+    }
+    StD<S>(out, idx, acc);
+  }
+}
+
+// Launches the forward or transposed kernel into `out`, or into a staging buffer when `out`
+// overlaps an input (the reference stores only after computing everything).
+void Run(std::string_view op, bool transposed, const Geom& g, const Plan& p, const void* in,
+         const void* weight, const void* bias, void* out, DType dtype) {
+  if (p.outCount == 0) return;
+  ByFloatDType(op, dtype, [&](auto storage) {
+    using S = decltype(storage);
+    const size_t outBytes = static_cast<size_t>(p.outCount) * sizeof(S);
+    const bool staged =
+        Overlaps(out, outBytes, in, static_cast<size_t>(p.inCount) * sizeof(S)) ||
+        Overlaps(out, outBytes, weight, static_cast<size_t>(p.weightCount) * sizeof(S)) ||
+        Overlaps(out, outBytes, bias, static_cast<size_t>(g.outChannels) * sizeof(S));
+    OutputTarget target(out, outBytes, staged);
+    if (transposed) {
+      TransposedKernel<S><<<GridFor(p.outCount), kThreads, 0, Stream()>>>(g, in, weight, bias,
+                                                                          target.Get());
+    } else {
+      ForwardKernel<S><<<GridFor(p.outCount), kThreads, 0, Stream()>>>(g, in, weight, bias,
+                                                                       target.Get());
+    }
+    target.Commit();
+  });
+  FinishMethod(op);
+}
+
+}  // namespace conv
+
+// 2-D cross-correlation, in [N, Cin, H, W], weight [Cout, Cin, kH, kW], out [N, Cout, oH, oW].
+void Conv2D(const Conv2DConfig& config, const void* in, const void* weight, const void* bias,
+            void* out, int64_t batch, int64_t inChannels, int64_t inH, int64_t inW,
+            int64_t outChannels, int64_t kernelH, int64_t kernelW, int64_t outH, int64_t outW,
+            DType dtype) {
+  constexpr std::string_view kOp = "Convolution.Conv2D";
+  const auto axes = conv::AxesHW(config, inH, inW, kernelH, kernelW, outH, outW);
+  const conv::Plan p =
+      conv::Validate(kOp, false, axes, in, weight, out, batch, inChannels, outChannels, dtype);
+  conv::Run(kOp, false, conv::MakeGeom(axes, p, batch, inChannels, outChannels), p, in, weight,
+            bias, out, dtype);
+}
+
+// 1-D cross-correlation, in [N, Cin, L], weight [Cout, Cin, k], out [N, Cout, oL].
+void Conv1D(const Conv1DConfig& config, const void* in, const void* weight, const void* bias,
+            void* out, int64_t batch, int64_t inChannels, int64_t inL, int64_t outChannels,
+            int64_t kernelL, int64_t outL, DType dtype) {
+  constexpr std::string_view kOp = "Convolution.Conv1D";
+  const std::array<conv::Axis, 1> axes = {conv::AxisL(config, inL, kernelL, outL)};
+  const conv::Plan p =
+      conv::Validate(kOp, false, axes, in, weight, out, batch, inChannels, outChannels, dtype);
+  conv::Run(kOp, false, conv::MakeGeom(axes, p, batch, inChannels, outChannels), p, in, weight,
+            bias, out, dtype);
+}
+
+// 3-D cross-correlation, in [N, Cin, D, H, W], weight [Cout, Cin, kD, kH, kW].
+void Conv3D(const Conv3DConfig& config, const void* in, const void* weight, const void* bias,
+            void* out, int64_t batch, int64_t inChannels, int64_t inD, int64_t inH, int64_t inW,
+            int64_t outChannels, int64_t kernelD, int64_t kernelH, int64_t kernelW, int64_t outD,
+            int64_t outH, int64_t outW, DType dtype) {
+  constexpr std::string_view kOp = "Convolution.Conv3D";
+  const Conv3DConfig& c = config;
+  const std::array<conv::Axis, 3> axes = {{
+      {inD, kernelD, outD, c.StrideD, c.PaddingD, c.DilationD, "inD", "kernelD", "outD",
+       "config.StrideD", "config.PaddingD", "config.DilationD"},
+      {inH, kernelH, outH, c.StrideH, c.PaddingH, c.DilationH, "inH", "kernelH", "outH",
+       "config.StrideH", "config.PaddingH", "config.DilationH"},
+      {inW, kernelW, outW, c.StrideW, c.PaddingW, c.DilationW, "inW", "kernelW", "outW",
+       "config.StrideW", "config.PaddingW", "config.DilationW"},
+  }};
+  const conv::Plan p =
+      conv::Validate(kOp, false, axes, in, weight, out, batch, inChannels, outChannels, dtype);
+  conv::Run(kOp, false, conv::MakeGeom(axes, p, batch, inChannels, outChannels), p, in, weight,
+            bias, out, dtype);
+}
+
+// 2-D transposed convolution, in [N, Cin, H, W], weight [Cin, Cout, kH, kW], out [N, Cout, oH, oW].
+void ConvTranspose2D(const Conv2DConfig& config, const void* in, const void* weight,
+                     const void* bias, void* out, int64_t batch, int64_t inChannels, int64_t inH,
+                     int64_t inW, int64_t outChannels, int64_t kernelH, int64_t kernelW,
+                     int64_t outH, int64_t outW, DType dtype) {
+  constexpr std::string_view kOp = "Convolution.ConvTranspose2D";
+  const auto axes = conv::AxesHW(config, inH, inW, kernelH, kernelW, outH, outW);
+  const conv::Plan p =
+      conv::Validate(kOp, true, axes, in, weight, out, batch, inChannels, outChannels, dtype);
+  conv::Run(kOp, true, conv::MakeGeom(axes, p, batch, inChannels, outChannels), p, in, weight,
+            bias, out, dtype);
+}
+
+// =================================================================================================
+// Pool
+// =================================================================================================
+
+namespace pool {
+
+struct Axis {
+  int64_t in, out, kernel, stride, padding;
+};
+struct AxisNames {
+  std::string_view in, out, kernel, stride, padding;
+};
+constexpr AxisNames kRowNames{"inH", "outH", "config.KernelH", "config.StrideH", "config.PaddingH"};
+constexpr AxisNames kColNames{"inW", "outW", "config.KernelW", "config.StrideW", "config.PaddingW"};
+
+Axis Rows(const PoolConfig& c, int64_t inH, int64_t outH) {
+  return {inH, outH, c.KernelH, c.StrideH, c.PaddingH};
+}
+Axis Cols(const PoolConfig& c, int64_t inW, int64_t outW) {
+  return {inW, outW, c.KernelW, c.StrideW, c.PaddingW};
+}
+
+void CheckWindowConfig(std::string_view op, const Axis& a, const AxisNames& n) {
+  CheckPositive(op, n.kernel, a.kernel);
+  CheckPositive(op, n.stride, a.stride);
+  CheckNonNegative(op, n.padding, a.padding);
+  if (a.padding > a.kernel / 2) {
+    ThrowInvalidArgument(op, n.padding, Format("<= {} (half of {})", a.kernel / 2, n.kernel),
+                         std::to_string(a.padding));
+  }
+}
+
+void CheckExtent(std::string_view op, const Axis& a, const AxisNames& n) {
+  int64_t expected = 0;
+  if (a.in > 0) {
+    const int64_t padded = AddOrThrow(op, n.in, a.in, 2 * a.padding);  // 2p <= kernel: no overflow
+    if (padded < a.kernel) {
+      ThrowShapeMismatch(op, n.in,
+                         Format(">= {} ({} - 2*{})", a.kernel - 2 * a.padding, n.kernel, n.padding),
+                         std::to_string(a.in));
+    }
+    expected = (padded - a.kernel) / a.stride + 1;
+  }
+  if (a.out != expected) {
+    ThrowShapeMismatch(op, n.out, Format("{} (from {} and the config)", expected, n.in),
+                       std::to_string(a.out));
+  }
+}
+
+struct Plan {
+  int64_t planes = 0;
+  int64_t inH = 0, inW = 0, outH = 0, outW = 0;
+  int64_t inCount = 0, outCount = 0;
+};
+
+Plan CheckBuffers(std::string_view op, const void* in, const void* out, int64_t batch,
+                  int64_t channels, int64_t inH, int64_t inW, int64_t outH, int64_t outW) {
+  Plan p;
+  p.planes = MulOrThrow(op, "channels", batch, channels);
+  p.inH = inH;
+  p.inW = inW;
+  p.outH = outH;
+  p.outW = outW;
+  p.inCount = MulOrThrow(op, "in", MulOrThrow(op, "in", p.planes, inH), inW);
+  p.outCount = MulOrThrow(op, "out", MulOrThrow(op, "out", p.planes, outH), outW);
+  CheckPointer(op, "in", in, p.inCount);
+  CheckPointer(op, "out", out, p.outCount);
+  return p;
+}
+
+void CheckSizes(std::string_view op, int64_t batch, int64_t channels, int64_t inH, int64_t inW,
+                int64_t outH, int64_t outW) {
+  CheckNonNegative(op, "batch", batch);
+  CheckNonNegative(op, "channels", channels);
+  CheckNonNegative(op, "inH", inH);
+  CheckNonNegative(op, "inW", inW);
+  CheckNonNegative(op, "outH", outH);
+  CheckNonNegative(op, "outW", outW);
+}
+
+Plan ValidateFixed(std::string_view op, const PoolConfig& config, const void* in, const void* out,
+                   int64_t batch, int64_t channels, int64_t inH, int64_t inW, int64_t outH,
+                   int64_t outW, DType dtype) {
+  CheckDType(op, "dtype", dtype, kFloatDTypes);
+  CheckSizes(op, batch, channels, inH, inW, outH, outW);
+  const Axis rows = Rows(config, inH, outH);
+  const Axis cols = Cols(config, inW, outW);
+  CheckWindowConfig(op, rows, kRowNames);
+  CheckWindowConfig(op, cols, kColNames);
+  CheckExtent(op, rows, kRowNames);
+  CheckExtent(op, cols, kColNames);
+  return CheckBuffers(op, in, out, batch, channels, inH, inW, outH, outW);
+}
+
+Plan ValidateAdaptive(std::string_view op, const void* in, const void* out, int64_t batch,
+                      int64_t channels, int64_t inH, int64_t inW, int64_t outH, int64_t outW,
+                      DType dtype) {
+  CheckDType(op, "dtype", dtype, kFloatDTypes);
+  CheckSizes(op, batch, channels, inH, inW, outH, outW);
+  if (batch > 0 && channels > 0) {
+    const std::string_view why = "> 0 (batch * channels > 0)";
+    if (inH == 0) ThrowInvalidArgument(op, "inH", why, "0");
+    if (inW == 0) ThrowInvalidArgument(op, "inW", why, "0");
+    if (outH == 0) ThrowInvalidArgument(op, "outH", why, "0");
+    if (outW == 0) ThrowInvalidArgument(op, "outW", why, "0");
+    MulOrThrow(op, "outH", outH, AddOrThrow(op, "inH", inH, 1));
+    MulOrThrow(op, "outW", outW, AddOrThrow(op, "inW", inW, 1));
+  }
+  return CheckBuffers(op, in, out, batch, channels, inH, inW, outH, outW);
+}
+
+// The windows of one call: fixed (kernel, stride, padding per axis) or adaptive.
+struct Geom {
+  int64_t inH, inW, outH, outW, outCount;
+  int64_t kernelH, kernelW, strideH, strideW, paddingH, paddingW;
+  bool adaptive;
+};
+
+// The in-bounds taps [begin, end) of window o along one axis: the fixed window clipped to the
+// input, or PyTorch's adaptive window [floor(o*in/out), ceil((o+1)*in/out)).
+__device__ __forceinline__ void Window(bool adaptive, int64_t in, int64_t out, int64_t kernel,
+                                       int64_t stride, int64_t padding, int64_t o, int64_t& begin,
+                                       int64_t& end) {
+  if (adaptive) {
+    begin = (o * in) / out;
+    end = ((o + 1) * in + out - 1) / out;
+  } else {
+    const int64_t start = o * stride - padding;
+    begin = max(start, static_cast<int64_t>(0));
+    end = min(start + kernel, in);
+  }
+}
+
+// Max (kMax: a NaN tap or a strictly larger one replaces the running max, from -Inf) or mean (f64
+// sum of the taps in row-major order from +0.0, divided by their count) per output.
+template <class S, bool kMax>
+__global__ void PoolKernel(Geom g, const void* in, void* out) {
+  BP_CUDA_GRID_STRIDE(idx, g.outCount) {
+    const int64_t ow = idx % g.outW;
+    const int64_t oh = (idx / g.outW) % g.outH;
+    const int64_t plane = idx / g.outW / g.outH;
+    int64_t h0 = 0, h1 = 0, w0 = 0, w1 = 0;
+    Window(g.adaptive, g.inH, g.outH, g.kernelH, g.strideH, g.paddingH, oh, h0, h1);
+    Window(g.adaptive, g.inW, g.outW, g.kernelW, g.strideW, g.paddingW, ow, w0, w1);
+    const int64_t base = plane * g.inH * g.inW;
+    if constexpr (kMax) {
+      using T = Compute<S>;
+      T best = -std::numeric_limits<T>::infinity();
+      for (int64_t h = h0; h < h1; ++h) {
+        for (int64_t w = w0; w < w1; ++w) {
+          const T v = Ld<S>(in, base + h * g.inW + w);
+          if (isnan(v) || v > best) best = v;
+        }
+      }
+      St<S>(out, idx, best);  // an input value (or -Inf): exact in the storage format
+    } else {
+      double sum = 0.0;
+      for (int64_t h = h0; h < h1; ++h) {
+        for (int64_t w = w0; w < w1; ++w) sum = Add(sum, LdD<S>(in, base + h * g.inW + w));
+      }
+      StD<S>(out, idx, Div(sum, static_cast<double>((h1 - h0) * (w1 - w0))));
+    }
+  }
+}
+
+template <bool kMax>
+void Run(std::string_view op, const Plan& p, const Geom& g, const void* in, void* out,
+         DType dtype) {
+  if (p.outCount == 0) return;
+  ByFloatDType(op, dtype, [&](auto storage) {
+    using S = decltype(storage);
+    const size_t outBytes = static_cast<size_t>(p.outCount) * sizeof(S);
+    OutputTarget target(out, outBytes,
+                        Overlaps(out, outBytes, in, static_cast<size_t>(p.inCount) * sizeof(S)));
+    PoolKernel<S, kMax><<<GridFor(p.outCount), kThreads, 0, Stream()>>>(g, in, target.Get());
+    target.Commit();
+  });
+  FinishMethod(op);
+}
+
+Geom FixedGeom(const PoolConfig& c, const Plan& p) {
+  return Geom{p.inH,     p.inW,     p.outH,      p.outW,      p.outCount, c.KernelH, c.KernelW,
+              c.StrideH, c.StrideW, c.PaddingH, c.PaddingW, false};
+}
+
+Geom AdaptiveGeom(const Plan& p) {
+  return Geom{p.inH, p.inW, p.outH, p.outW, p.outCount, 0, 0, 0, 0, 0, 0, true};
+}
+
+}  // namespace pool
+
+void MaxPool2D(const PoolConfig& config, const void* in, void* out, int64_t batch, int64_t channels,
+               int64_t inH, int64_t inW, int64_t outH, int64_t outW, DType dtype) {
+  constexpr std::string_view kOp = "Pool.MaxPool2D";
+  const pool::Plan p =
+      pool::ValidateFixed(kOp, config, in, out, batch, channels, inH, inW, outH, outW, dtype);
+  pool::Run<true>(kOp, p, pool::FixedGeom(config, p), in, out, dtype);
+}
+
+void AvgPool2D(const PoolConfig& config, const void* in, void* out, int64_t batch, int64_t channels,
+               int64_t inH, int64_t inW, int64_t outH, int64_t outW, DType dtype) {
+  constexpr std::string_view kOp = "Pool.AvgPool2D";
+  const pool::Plan p =
+      pool::ValidateFixed(kOp, config, in, out, batch, channels, inH, inW, outH, outW, dtype);
+  pool::Run<false>(kOp, p, pool::FixedGeom(config, p), in, out, dtype);
+}
+
+void AdaptiveMaxPool2D(const void* in, void* out, int64_t batch, int64_t channels, int64_t inH,
+                       int64_t inW, int64_t outH, int64_t outW, DType dtype) {
+  constexpr std::string_view kOp = "Pool.AdaptiveMaxPool2D";
+  const pool::Plan p =
+      pool::ValidateAdaptive(kOp, in, out, batch, channels, inH, inW, outH, outW, dtype);
+  pool::Run<true>(kOp, p, pool::AdaptiveGeom(p), in, out, dtype);
+}
+
+void AdaptiveAvgPool2D(const void* in, void* out, int64_t batch, int64_t channels, int64_t inH,
+                       int64_t inW, int64_t outH, int64_t outW, DType dtype) {
+  constexpr std::string_view kOp = "Pool.AdaptiveAvgPool2D";
+  const pool::Plan p =
+      pool::ValidateAdaptive(kOp, in, out, batch, channels, inH, inW, outH, outW, dtype);
+  pool::Run<false>(kOp, p, pool::AdaptiveGeom(p), in, out, dtype);
+}
+
+// =================================================================================================
+// PoolNd
+// =================================================================================================
+
+namespace pool_nd {
+
+// The reference's windows on the device: per axis (d, h, w) the taps of window o are
+// pos[first[o] .. first[o + 1]) and padded[o] counts the taps inside the padded extent.
+struct Geom {
+  const int64_t* first[3];
+  const int64_t* pos[3];
+  const int64_t* padded[3];
+  int64_t in[3], out[3];
+  int64_t indexStride[3];
+  int64_t planeIn, planeOut, outCount;
+  bool indicesOverTensor, countIncludePad;
+};
+
+// The comparison type of a max: f32 for f16/bf16 (an exact widening), the storage type otherwise.
+template <class S>
+using MaxValue = std::conditional_t<std::is_same_v<S, __half> || std::is_same_v<S, __nv_bfloat16>,
+                                    float, S>;
+
+template <class S>
+__device__ __forceinline__ MaxValue<S> LdMax(const void* p, int64_t i) {
+  if constexpr (std::is_same_v<S, __half> || std::is_same_v<S, __nv_bfloat16>) {
+    return Ld<S>(p, i);
+  } else {
+    return static_cast<const S*>(p)[i];
+  }
+}
+
+// Taps in row-major tap order, the first starting the max; a later tap replaces it when strictly
+// larger or NaN. The winner is copied from the input; indices get its (plane or tensor) offset.
+template <class S>
+__global__ void MaxKernel(Geom g, const void* in, void* out, int64_t* indices) {
+  BP_CUDA_GRID_STRIDE(at, g.outCount) {
+    const int64_t p = at / g.planeOut;
+    const int64_t o = at % g.planeOut;
+    const int64_t ow = o % g.out[2];
+    const int64_t oh = (o / g.out[2]) % g.out[1];
+    const int64_t od = o / g.out[2] / g.out[1];
+    const int64_t base = p * g.planeIn;
+    bool have = false;
+    MaxValue<S> best{};
+    int64_t bestIn = 0;  // flat input index of the winner
+    int64_t bestAt = 0;  // its index offset
+    for (int64_t a = g.first[0][od]; a < g.first[0][od + 1]; ++a) {
+      const int64_t id = g.pos[0][a];
+      for (int64_t b = g.first[1][oh]; b < g.first[1][oh + 1]; ++b) {
+        const int64_t ih = g.pos[1][b];
+        for (int64_t c = g.first[2][ow]; c < g.first[2][ow + 1]; ++c) {
+          const int64_t iw = g.pos[2][c];
+          const int64_t i = base + (id * g.in[1] + ih) * g.in[2] + iw;
+          const MaxValue<S> v = LdMax<S>(in, i);
+          bool wins = !have || v > best;
+          if constexpr (std::is_floating_point_v<MaxValue<S>>) wins = wins || isnan(v);
+          if (wins) {
+            best = v;
+            bestIn = i;
+            bestAt = id * g.indexStride[0] + ih * g.indexStride[1] + iw * g.indexStride[2];
+            have = true;
+          }
+        }
+      }
+    }
+    static_cast<S*>(out)[at] = static_cast<const S*>(in)[bestIn];
+    if (indices != nullptr) indices[at] = (g.indicesOverTensor ? base : 0) + bestAt;
+  }
+}
+
+// f64 sum of the in-input taps in tap order from +0.0, divided by their count (or the count of
+// taps inside the padded extent under CountIncludePad), rounded once.
+template <class S>
+__global__ void AvgKernel(Geom g, const void* in, void* out) {
+  BP_CUDA_GRID_STRIDE(at, g.outCount) {
+    const int64_t p = at / g.planeOut;
+    const int64_t o = at % g.planeOut;
+    const int64_t ow = o % g.out[2];
+    const int64_t oh = (o / g.out[2]) % g.out[1];
+    const int64_t od = o / g.out[2] / g.out[1];
+    const int64_t base = p * g.planeIn;
+    double sum = 0.0;
+    for (int64_t a = g.first[0][od]; a < g.first[0][od + 1]; ++a) {
+      for (int64_t b = g.first[1][oh]; b < g.first[1][oh + 1]; ++b) {
+        const int64_t row = base + (g.pos[0][a] * g.in[1] + g.pos[1][b]) * g.in[2];
+        for (int64_t c = g.first[2][ow]; c < g.first[2][ow + 1]; ++c) {
+          sum = Add(sum, LdD<S>(in, row + g.pos[2][c]));
+        }
+      }
+    }
+    const int64_t count =
+        g.countIncludePad
+            ? g.padded[0][od] * g.padded[1][oh] * g.padded[2][ow]
+            : (g.first[0][od + 1] - g.first[0][od]) * (g.first[1][oh + 1] - g.first[1][oh]) *
+                  (g.first[2][ow + 1] - g.first[2][ow]);
+    StOnce<S>(out, at, Div(sum, static_cast<double>(count)));
+  }
+}
+
+// Calls fn(S{}) with the CUDA storage type of a MaxPoolNd dtype.
+template <class Fn>
+void ByMaxDType(std::string_view op, DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::Float64: fn(double{}); return;
+    case DType::Float32: fn(float{}); return;
+    case DType::Float16: fn(__half{}); return;
+    case DType::BFloat16: fn(__nv_bfloat16{}); return;
+    case DType::Int64: fn(int64_t{}); return;
+    case DType::Int32: fn(int32_t{}); return;
+    case DType::Int16: fn(int16_t{}); return;
+    case DType::Int8: fn(int8_t{}); return;
+    case DType::Uint64: fn(uint64_t{}); return;
+    case DType::Uint32: fn(uint32_t{}); return;
+    case DType::Uint16: fn(uint16_t{}); return;
+    case DType::Uint8: fn(uint8_t{}); return;
+    default: ThrowUnsupportedDType(op, "dtype", dtype, kPoolNdMaxDTypes);
+  }
+}
+
+// Copies the host geometry's window tables into one device buffer (kept alive by `scratch`) and
+// returns the kernel's view of them.
+Geom Upload(const cpu::ref::pool_nd::Geometry& host, const PoolNdConfig& config,
+            std::optional<DeviceScratch>& scratch, std::vector<int64_t>& packed) {
+  Geom g{};
+  size_t offsets[3][3] = {};
+  for (int a = 0; a < 3; ++a) {
+    const auto& w = host.axes[static_cast<size_t>(a)];
+    offsets[a][0] = packed.size();
+    packed.insert(packed.end(), w.first.begin(), w.first.end());
+    offsets[a][1] = packed.size();
+    packed.insert(packed.end(), w.pos.begin(), w.pos.end());
+    offsets[a][2] = packed.size();
+    packed.insert(packed.end(), w.padded.begin(), w.padded.end());
+    g.in[a] = w.in;
+    g.out[a] = w.out;
+    g.indexStride[a] = host.indexStride[static_cast<size_t>(a)];
+  }
+  scratch.emplace(packed.size() * sizeof(int64_t));
+  auto* device = static_cast<int64_t*>(scratch->Get());
+  CopyToDevice(device, packed.data(), packed.size() * sizeof(int64_t));
+  for (int a = 0; a < 3; ++a) {
+    g.first[a] = device + offsets[a][0];
+    g.pos[a] = device + offsets[a][1];
+    g.padded[a] = device + offsets[a][2];
+  }
+  g.planeIn = host.planeIn;
+  g.planeOut = host.planeOut;
+  g.outCount = host.planes * host.planeOut;
+  g.indicesOverTensor = config.IndicesOverTensor;
+  g.countIncludePad = config.CountIncludePad;
+  return g;
+}
+
+}  // namespace pool_nd
+
+void MaxPoolNd(const PoolNdConfig& config, const void* in, void* out, int64_t* indices,
+               int64_t planes, DType dtype) {
+  constexpr std::string_view kOp = "PoolNd.MaxPoolNd";
+  const cpu::ref::pool_nd::Geometry host = cpu::ref::pool_nd::BuildPoolNdGeometry(
+      kOp, config, in, out, indices, planes, dtype, kPoolNdMaxDTypes, true);
+  if (planes * host.planeOut == 0) return;
+  std::optional<DeviceScratch> scratch;
+  std::vector<int64_t> packed;
+  const pool_nd::Geom g = pool_nd::Upload(host, config, scratch, packed);
+  pool_nd::ByMaxDType(kOp, dtype, [&](auto storage) {
+    using S = decltype(storage);
+    pool_nd::MaxKernel<S><<<GridFor(g.outCount), kThreads, 0, Stream()>>>(g, in, out, indices);
+  });
+  scratch->Release();
+  FinishMethod(kOp);
+}
+
+void AvgPoolNd(const PoolNdConfig& config, const void* in, void* out, int64_t* indices,
+               int64_t planes, DType dtype) {
+  constexpr std::string_view kOp = "PoolNd.AvgPoolNd";
+  const cpu::ref::pool_nd::Geometry host = cpu::ref::pool_nd::BuildPoolNdGeometry(
+      kOp, config, in, out, indices, planes, dtype, kFloatDTypes, false);
+  if (planes * host.planeOut == 0) return;
+  std::optional<DeviceScratch> scratch;
+  std::vector<int64_t> packed;
+  const pool_nd::Geom g = pool_nd::Upload(host, config, scratch, packed);
+  ByFloatDType(kOp, dtype, [&](auto storage) {
+    using S = decltype(storage);
+    pool_nd::AvgKernel<S><<<GridFor(g.outCount), kThreads, 0, Stream()>>>(g, in, out);
+  });
+  scratch->Release();
+  FinishMethod(kOp);
+}
+
+}  // namespace
+
+void RegisterNn(KernelTable& table) {
+  table.Attention_ScaledDotProductAttention = &ScaledDotProductAttention;
+  table.Attention_FlashAttention = &FlashAttention;
+  table.Attention_MultiHeadAttention = &MultiHeadAttention;
+  table.Convolution_Conv2D = &Conv2D;
+  table.Convolution_Conv1D = &Conv1D;
+  table.Convolution_Conv3D = &Conv3D;
+  table.Convolution_ConvTranspose2D = &ConvTranspose2D;
+  table.Pool_MaxPool2D = &MaxPool2D;
+  table.Pool_AvgPool2D = &AvgPool2D;
+  table.Pool_AdaptiveMaxPool2D = &AdaptiveMaxPool2D;
+  table.Pool_AdaptiveAvgPool2D = &AdaptiveAvgPool2D;
+  table.PoolNd_MaxPoolNd = &MaxPoolNd;
+  table.PoolNd_AvgPoolNd = &AvgPoolNd;
+}
+
+}  // namespace backplane::cuda
