@@ -4,13 +4,8 @@
 // checks (same order, same messages) and element functions (src/math/activation_functions.hpp) are
 // reproduced here.
 
-// fmt 9 turns its constexpr off under nvcc (FMT_USE_CONSTEXPR 0) yet keeps C++20 constexpr
-// functions that call those, which the host compiler then rejects (fmtlib/fmt#3543). This nvcc
-// handles fmt's constexpr code, so it is turned back on here, as in the g++-compiled files.
-#ifndef FMT_USE_CONSTEXPR
-#define FMT_USE_CONSTEXPR 1
-#endif
-#include <fmt/format.h>
+#include "cuda/kernels/device_scratch.hpp"
+#include "cuda/kernels/format.cuh"
 
 #include <cstddef>
 #include <cstdint>
@@ -40,14 +35,6 @@ void CheckNonZeroParam(std::string_view op, std::string_view arg, float value) {
 
 void CheckNonNegativeParam(std::string_view op, std::string_view arg, float value) {
   if (value < 0.0f) ThrowInvalidArgument(op, arg, ">= 0", fmt::format("{}", value));
-}
-
-// True when the byte ranges [a, a + aBytes) and [b, b + bBytes) share a byte. Compares addresses
-// only; nothing is dereferenced.
-bool Overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  const auto pa = reinterpret_cast<uintptr_t>(a);
-  const auto pb = reinterpret_cast<uintptr_t>(b);
-  return pa < pb + bBytes && pb < pa + aBytes;
 }
 
 // A device copy of `bytes` bytes of `src` (stream-ordered on Stream()); the returned block must be

@@ -10,6 +10,7 @@
 
 #include "backplane/dtype.hpp"
 #include "backplane/error.hpp"
+#include "cuda/kernels/device_scratch.hpp"
 #include "cuda/context.hpp"
 #include "cuda/cublas_library.hpp"
 #include "cuda/cuda_check.hpp"
@@ -24,12 +25,6 @@ int64_t CheckedProduct(std::string_view op, std::string_view arg, int64_t a, int
     ThrowInvalidArgument(op, arg, "representable in int64", std::to_string(a) + " * " + std::to_string(b) + " overflows");
   }
   return product;
-}
-
-bool Overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
-  const auto* pa = static_cast<const std::byte*>(a);
-  const auto* pb = static_cast<const std::byte*>(b);
-  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
 }
 
 void Product(std::string_view op, bool trans_b, void* out, const void* left, const void* right, int64_t rows,

@@ -1,42 +1,5 @@
-// CUDA kernels for the Attention, Convolution, Pool and PoolNd surfaces. Semantics: the CPU scalar
-// reference (src/cpu/reference/{attention,convolution,pool,pool_nd}.cpp, with the window geometry
-// of src/cpu/reference/pool_nd_geometry.hpp) and docs/semantics/{attention,convolution,pool,
-// pool_nd}.md: the same argument checks in the same order with the same messages, the same
-// accumulation precision (f64 for every dtype wherever the reference widens to f64), the same
-// accumulation order, and the same rounding on store.
-//
-//   - Attention: one block per (head, tile of query rows); keys and values stream through shared
-//     memory in tiles and the depth / value columns in chunks. The softmax runs over the
-//     reference's key tiles (FlashAttention: BlockSize keys from key 0; the two-pass methods: one
-//     tile holding every key): per tile the scores' max (pass A), then exp(s - max) weights, their
-//     sum and the weighted sum of V (pass B), with the running max / normaliser / accumulator
-//     rescale of the online softmax between tiles. Every dot product, normaliser and accumulator
-//     is one sequential f64 chain in the reference's order, so the results are the reference's up
-//     to libm's exp. Key tiles that no query row of the block can see (causal / window) are
-//     skipped. The accumulators live in an f64 device buffer shaped like O; O is written from it
-//     at the end (so O may alias an input, as the reference allows).
-//   - Convolution: one thread per output element, one f64 accumulator (bias first, then input
-//     channels x kernel taps in row-major tap order), as the reference.
-//   - Pool: one thread per output element; max in the compute type (an exact widening), means
-//     summed in f64.
-//   - PoolNd: the reference's geometry (tap positions per axis) is built on the host by
-//     BuildPoolNdGeometry (which also validates) and copied to the device; one thread per output.
-//
-// Results of Attention, Convolution and Pool are stored as the reference's Store<double>: rounded
-// to f32 for the f32-class formats, then to f16/bf16. AvgPoolNd rounds once from f64
-// (StoreResult: round to odd into f32, then to nearest even). Where the output may alias an input
-// (Convolution, Pool) and does, it is computed into a device staging buffer and copied over.
-//
-// The f64 arithmetic uses the explicit round-to-nearest intrinsics so that nvcc never contracts a
-// multiply and an add into an FMA (the reference is compiled without contraction).
-//
-// fmt turns its constexpr off under nvcc (FMT_USE_CONSTEXPR 0) but keeps C++20 constexpr
-// functions that call those, which the host compiler then rejects (fmtlib/fmt#3543); it is turned
-// back on for this file (as in activation.cu and rows.cu).
-#ifndef FMT_USE_CONSTEXPR
-#define FMT_USE_CONSTEXPR 1
-#endif
-#include <fmt/format.h>
+#include "cuda/kernels/device_scratch.hpp"
+#include "cuda/kernels/format.cuh"
 
 #include <algorithm>
 #include <array>
@@ -62,13 +25,6 @@ namespace backplane::cuda {
 void RegisterNn(KernelTable& table);
 
 namespace {
-
-// fmt::format with the format string checked at run time (nvcc's front end cannot evaluate fmt's
-// consteval check). The output is the same as fmt::format's.
-template <class... Args>
-std::string Format(std::string_view format, const Args&... args) {
-  return fmt::format(fmt::runtime(format), args...);
-}
 
 // ---- Shared helpers --------------------------------------------------------------------------
 
@@ -112,41 +68,9 @@ __device__ __forceinline__ void StOnce(void* p, int64_t i, double v) {
   }
 }
 
-// Device scratch memory from the stream-ordered allocator. Release() frees it (checked) on the
-// normal path; the destructor frees it (unchecked) when an exception leaves the method early.
-class DeviceScratch {
- public:
-  explicit DeviceScratch(size_t bytes) {
-    CheckCuda(static_cast<int>(cudaMallocAsync(&ptr_, bytes, Stream())), "cudaMallocAsync");
-  }
-  DeviceScratch(const DeviceScratch&) = delete;
-  DeviceScratch& operator=(const DeviceScratch&) = delete;
-  ~DeviceScratch() {
-    if (ptr_ != nullptr) static_cast<void>(cudaFreeAsync(ptr_, Stream()));
-  }
-  void* Get() const { return ptr_; }
-  void Release() {
-    void* p = ptr_;
-    ptr_ = nullptr;
-    CheckCuda(static_cast<int>(cudaFreeAsync(p, Stream())), "cudaFreeAsync");
-  }
-
- private:
-  void* ptr_ = nullptr;
-};
-
 void CopyToDevice(void* device, const void* host, size_t bytes) {
   CheckCuda(static_cast<int>(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, Stream())),
             "cudaMemcpyAsync");
-}
-
-// True when the byte ranges [a, a + aBytes) and [b, b + bBytes) share a byte. Compares addresses
-// only; nothing is dereferenced.
-bool Overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  if (a == nullptr || b == nullptr || aBytes == 0 || bBytes == 0) return false;
-  const auto pa = reinterpret_cast<uintptr_t>(a);
-  const auto pb = reinterpret_cast<uintptr_t>(b);
-  return pa < pb + bBytes && pb < pa + aBytes;
 }
 
 // Where a kernel writes an output that may alias one of its inputs: the output itself, or (when

@@ -1,30 +1,5 @@
-// CUDA kernels for the Optimizer surface (12 methods), Quant.Quant, Dequant.Dequant/Dequant4 and
-// BlockQuant.Dequantize/MatmulT. Semantics: the CPU scalar reference
-// (src/cpu/reference/{optimizer,quant,dequant,block_quant}.cpp) and docs/semantics/*.md: the same
-// argument checks in the same order with the same messages, the same precision and operation
-// order, the same treatment of NaN, Inf and empty inputs.
-//
-// Memory: params, grads, state vectors, the step counters (`int64_t* step`, LBFGSState's head,
-// stored and step) and LBFGSState::rhoHistory are tensor data (device or managed memory): they
-// are only read and written through cudaMemcpyAsync (cudaMemcpyDefault, so a host counter works
-// too) or by kernels. The optimizer configs are host structs passed by value.
-//
-// Arithmetic: every f32/f64 operation of the reference is one explicitly rounded intrinsic
-// (__fadd_rn, __dmul_rn, ...), in the reference's order, so nvcc never contracts a multiply and
-// an add into an FMA (the reference is compiled without contraction on x86-64). Scalar
-// coefficients (bias corrections, 1 - beta, ...) are computed on the host with the reference's
-// own expressions and rounded once to the state type T. Norms and dot products accumulate in
-// double on the device (per-thread, then a block tree, then one final block): the order of the
-// double additions differs from the reference's serial loop, so norms and dots agree with it to
-// the last bits of a double, not bit for bit.
-//
-// fmt turns its constexpr off under nvcc (FMT_USE_CONSTEXPR 0) but keeps C++20 constexpr
-// functions that call those, which the host compiler then rejects (fmtlib/fmt#3543); nvcc 12+
-// handles fmt's constexpr code, so it is turned back on for this file (as in activation.cu).
-#ifndef FMT_USE_CONSTEXPR
-#define FMT_USE_CONSTEXPR 1
-#endif
-#include <fmt/format.h>
+#include "cuda/kernels/device_scratch.hpp"
+#include "cuda/kernels/format.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -48,13 +23,6 @@ namespace backplane::cuda {
 void RegisterOptimizer(KernelTable& table);
 
 namespace {
-
-// fmt::format with the format string checked at run time: nvcc's front end cannot evaluate fmt's
-// consteval format-string check. The output is the same as fmt::format's.
-template <class... Args>
-std::string Format(std::string_view format, const Args&... args) {
-  return fmt::format(fmt::runtime(format), args...);
-}
 
 // ---- Arithmetic: one rounding per operation, never contracted --------------------------------
 
@@ -106,31 +74,6 @@ __device__ __forceinline__ double LdD(const void* p, int64_t i) {
 }
 
 // ---- Device scratch and host transfers ---------------------------------------------------------
-
-// Device scratch memory from the stream-ordered allocator. Release() frees it (checked) on the
-// normal path; the destructor frees it (unchecked) when an exception leaves the method early.
-class DeviceScratch {
- public:
-  explicit DeviceScratch(size_t bytes) {
-    CheckCuda(static_cast<int>(cudaMallocAsync(&ptr_, bytes < 16 ? 16 : bytes, Stream())),
-              "cudaMallocAsync");
-  }
-  DeviceScratch(const DeviceScratch&) = delete;
-  DeviceScratch& operator=(const DeviceScratch&) = delete;
-  ~DeviceScratch() {
-    if (ptr_ != nullptr) static_cast<void>(cudaFreeAsync(ptr_, Stream()));
-  }
-  void* Get() const { return ptr_; }
-  char* Bytes() const { return static_cast<char*>(ptr_); }
-  void Release() {
-    void* p = ptr_;
-    ptr_ = nullptr;
-    CheckCuda(static_cast<int>(cudaFreeAsync(p, Stream())), "cudaFreeAsync");
-  }
-
- private:
-  void* ptr_ = nullptr;
-};
 
 // Stream-ordered copies; either side may be device, managed or host memory. A pageable host
 // source is consumed before the call returns; a host destination is complete only after the
@@ -1755,13 +1698,6 @@ int64_t CheckedProduct(std::string_view op, std::string_view arg, int64_t a, int
                          std::to_string(a) + " * " + std::to_string(b) + " overflows");
   }
   return product;
-}
-
-// True when the byte ranges [a, a + aBytes) and [b, b + bBytes) share a byte (addresses only).
-bool Overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  const auto pa = reinterpret_cast<uintptr_t>(a);
-  const auto pb = reinterpret_cast<uintptr_t>(b);
-  return pa < pb + bBytes && pb < pa + aBytes;
 }
 
 unsigned CappedGrid(int64_t n, int64_t cap) {

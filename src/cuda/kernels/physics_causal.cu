@@ -1,49 +1,5 @@
-// CUDA kernels for the Physics (9) and Causal (10) surfaces. Semantics: the CPU scalar reference
-// (src/cpu/reference/{physics,causal}.cpp) and docs/semantics/{physics,causal}.md: the same
-// argument checks in the same order with the same messages, f64 computation for every dtype and
-// one rounding per output (StoreResult: round to odd into f32, then to nearest even, for f16 and
-// bf16).
-//
-// Arithmetic: every double add, subtract, multiply and divide is an explicit round-to-nearest
-// intrinsic (__dadd_rn, __dmul_rn, ...) so that nvcc never contracts into an FMA, and each kernel
-// performs the reference's operations in the reference's order:
-//   - Stencils, Laplacian, CATE, Counterfactual: one thread per output element.
-//   - FFT1D / IFFT1D: the reference's algorithms on the device in f64: a power-of-two length runs
-//     the iterative radix-2 decimation-in-time transform (bit-reversed gather, then the stages:
-//     the first log2(min(n, 2048)) stages in shared memory, one block per 2048-element chunk, the
-//     rest one launch per stage in global memory); any other length runs Bluestein's chirp-z
-//     algorithm through three such power-of-two transforms. The twiddle table (cos/sin of
-//     2 pi k/m) and the Bluestein chirp are computed on the host with the reference's expressions
-//     (glibc's cos/sin) and copied to the device, so every butterfly sees the reference's
-//     twiddles and the results are the reference's bit for bit.
-//   - Cholesky: column by column (one launch per column j; every block recomputes the pivot of
-//     column j sequentially, then one thread per row i > j forms L[i][j] with the reference's
-//     sequential dot product). L lives in a column-major f64 scratch; a non-positive pivot is
-//     recorded on the device, read back and thrown before the output is written.
-//   - Adjustment formulas and Markov flows: one thread per output, sequential sums in the
-//     reference's index order. Distribution checks: one thread per row (sequential f64 sum); the
-//     first failing row is read back and re-checked on the host for the reference's message.
-//   - IVEstimate and DAGMarkovFactorization: deterministic block-tree reductions in f64 (the
-//     product keeps the reference's significand / binary exponent representation), so they agree
-//     with the reference's sequential loops to rounding.
-//
-// Data-dependent checks (densities, probabilities, ids, labels, finiteness, symmetry, pivots) run
-// on the device: the first failing position is found with atomicMin, read back, and the
-// reference's message is thrown on the host before anything is written. Where an output may alias
-// an input that a kernel still reads after other threads have written, the input is first copied
-// to device scratch (the reference is safe in place).
-//
-// Host metadata: Laplacian's `dims` (a host shape array). Every other pointer is tensor data in
-// device-accessible memory (including DoIntervene's `intervened` and the Markov flows'
-// `partition`, int32 tensors).
-//
-// fmt turns its constexpr off under nvcc (FMT_USE_CONSTEXPR 0) but keeps C++20 constexpr
-// functions that call those, which the host compiler then rejects (fmtlib/fmt#3543); it is turned
-// back on for this file (as in activation.cu and rows.cu).
-#ifndef FMT_USE_CONSTEXPR
-#define FMT_USE_CONSTEXPR 1
-#endif
-#include <fmt/format.h>
+#include "cuda/kernels/device_scratch.hpp"
+#include "cuda/kernels/format.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -70,13 +26,6 @@ namespace backplane::cuda {
 void RegisterPhysicsCausal(KernelTable& table);
 
 namespace {
-
-// fmt::format with the format string checked at run time (nvcc's front end cannot evaluate fmt's
-// consteval check). The output is the same as fmt::format's.
-template <class... Args>
-std::string Format(std::string_view format, const Args&... args) {
-  return fmt::format(fmt::runtime(format), args...);
-}
 
 // ---- Device arithmetic (no FMA contraction) --------------------------------------------------
 
@@ -121,34 +70,6 @@ constexpr unsigned long long kNone = ~0ULL;
 
 // ---- Host helpers ----------------------------------------------------------------------------
 
-// Device scratch memory from the stream-ordered allocator. Release() frees it (checked) on the
-// normal path; the destructor frees it (unchecked) when an exception leaves the method early.
-class DeviceScratch {
- public:
-  explicit DeviceScratch(size_t bytes) {
-    CheckCuda(static_cast<int>(cudaMallocAsync(&ptr_, bytes < 16 ? 16 : bytes, Stream())),
-              "cudaMallocAsync");
-  }
-  DeviceScratch(const DeviceScratch&) = delete;
-  DeviceScratch& operator=(const DeviceScratch&) = delete;
-  ~DeviceScratch() {
-    if (ptr_ != nullptr) static_cast<void>(cudaFreeAsync(ptr_, Stream()));
-  }
-  void* Get() const { return ptr_; }
-  template <class T>
-  T* As() const {
-    return static_cast<T*>(ptr_);
-  }
-  void Release() {
-    void* p = ptr_;
-    ptr_ = nullptr;
-    if (p != nullptr) CheckCuda(static_cast<int>(cudaFreeAsync(p, Stream())), "cudaFreeAsync");
-  }
-
- private:
-  void* ptr_ = nullptr;
-};
-
 void CopyToHost(void* host, const void* device, size_t bytes) {
   CheckCuda(static_cast<int>(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDefault, Stream())),
             "cudaMemcpyAsync");
@@ -167,13 +88,6 @@ void CopyOnDevice(void* dst, const void* src, size_t bytes) {
 
 void FillBytes(void* device, int value, size_t bytes) {
   CheckCuda(static_cast<int>(cudaMemsetAsync(device, value, bytes, Stream())), "cudaMemsetAsync");
-}
-
-bool Overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  if (a == nullptr || b == nullptr || aBytes == 0 || bBytes == 0) return false;
-  const auto a0 = reinterpret_cast<uintptr_t>(a);
-  const auto b0 = reinterpret_cast<uintptr_t>(b);
-  return a0 < b0 + bBytes && b0 < a0 + aBytes;
 }
 
 // `input`, or a device copy of it when its bytes overlap the output's (the kernel then reads the

@@ -1,31 +1,5 @@
-// CUDA kernels for the research surfaces: Hawkes (5), PointProcess.HawkesSimulate, ActiveInference
-// (4), PredictiveCoding (4), VSA (5), PosPop (5) and Spatial (GridSample, RoiAlign). Semantics: the
-// CPU scalar reference (src/cpu/reference/{hawkes,point_process,active_inference,
-// predictive_coding,vsa,pospop,spatial}.cpp) and docs/semantics/*.md: the same argument checks in
-// the same order with the same messages (data-dependent checks run on the device, the first
-// failing position is read back and thrown on the host before anything is written), the same
-// compute precision and one rounding per output.
-//
-// Arithmetic: every float and double add, subtract, multiply and divide is an explicit
-// round-to-nearest intrinsic (__fadd_rn, __dmul_rn, ...) so that nvcc never contracts into an FMA
-// and each kernel performs the reference's operations in the reference's order. Per-output sums
-// (intensities, rows and columns of a matrix product, marginals) run sequentially in one thread per
-// output, in the reference's index order. Scalar sums over a whole buffer (free energies,
-// similarity, mutual information, log-likelihood) are deterministic block-tree reductions in f64,
-// so they agree with the reference's sequential sums to rounding. exp / log / log1p / expm1 are
-// CUDA's double functions (within 1-2 ulp of glibc's).
-//
-// Sequential by nature, in one device thread: Ogata thinning in HawkesSimulate (each candidate
-// depends on the state after the previous one) and the O(E) excitation recursion of
-// HawkesLogLikelihood (its exponentials are computed in parallel first).
-//
-// fmt turns its constexpr off under nvcc (FMT_USE_CONSTEXPR 0) but keeps C++20 constexpr
-// functions that call those, which the host compiler then rejects (fmtlib/fmt#3543); nvcc 12+
-// handles fmt's constexpr code, so it is turned back on for this file (as in activation.cu).
-#ifndef FMT_USE_CONSTEXPR
-#define FMT_USE_CONSTEXPR 1
-#endif
-#include <fmt/format.h>
+#include "cuda/kernels/device_scratch.hpp"
+#include "cuda/kernels/format.cuh"
 
 #include <algorithm>
 #include <array>
@@ -52,13 +26,6 @@ namespace backplane::cuda {
 void RegisterResearch(KernelTable& table);
 
 namespace {
-
-// fmt::format with the format string checked at run time: nvcc's front end cannot evaluate fmt's
-// consteval format-string check. The output is the same as fmt::format's.
-template <class... Args>
-std::string Format(std::string_view format, const Args&... args) {
-  return fmt::format(fmt::runtime(format), args...);
-}
 
 // ---- Device arithmetic (no FMA contraction) --------------------------------------------------
 
@@ -131,35 +98,6 @@ int64_t CheckedProduct(std::string_view op, std::string_view arg, int64_t a, int
   }
   return product;
 }
-
-// Device scratch memory from the stream-ordered allocator. Release() frees it (checked) on the
-// normal path; the destructor frees it (unchecked) when an exception leaves the method early.
-class DeviceScratch {
- public:
-  explicit DeviceScratch(size_t bytes) {
-    CheckCuda(static_cast<int>(cudaMallocAsync(&ptr_, bytes < 16 ? 16 : bytes, Stream())),
-              "cudaMallocAsync");
-  }
-  DeviceScratch(const DeviceScratch&) = delete;
-  DeviceScratch& operator=(const DeviceScratch&) = delete;
-  ~DeviceScratch() {
-    if (ptr_ != nullptr) static_cast<void>(cudaFreeAsync(ptr_, Stream()));
-  }
-  void* Get() const { return ptr_; }
-  template <class T>
-  T* As() const {
-    return static_cast<T*>(ptr_);
-  }
-  void Release() {
-    if (ptr_ == nullptr) return;
-    void* p = ptr_;
-    ptr_ = nullptr;
-    CheckCuda(static_cast<int>(cudaFreeAsync(p, Stream())), "cudaFreeAsync");
-  }
-
- private:
-  void* ptr_ = nullptr;
-};
 
 // Stream-ordered copies; cudaMemcpyDefault lets either side be device, managed or host memory.
 void Copy(void* dst, const void* src, size_t bytes) {
@@ -240,15 +178,6 @@ void StoreScalar(std::string_view op, void* output, DType dtype, double value) {
   }
   Copy(output, raw, bytes);
   FinishMethod(op);
-}
-
-// True when the byte ranges [a, a + aBytes) and [b, b + bBytes) share a byte. Compares addresses
-// only; nothing is dereferenced.
-bool Overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  if (aBytes == 0 || bBytes == 0) return false;
-  const auto pa = reinterpret_cast<uintptr_t>(a);
-  const auto pb = reinterpret_cast<uintptr_t>(b);
-  return pa < pb + bBytes && pb < pa + aBytes;
 }
 
 // `input`, or a device copy of it (held by `copy`) when it overlaps the output that a kernel writes

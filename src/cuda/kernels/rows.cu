@@ -1,22 +1,5 @@
-// CUDA kernels for the scalar reductions (Reduction, Dot), the per-row normalisations and
-// reductions (LayerNorm, RMSNorm, MathExt.LayerNormEps/RMSNormEps/LogSumExp), the element-wise
-// 1/sqrt(dim) scale, RoPE and Embedding. Semantics: the CPU scalar reference
-// (src/cpu/reference/{reduction,dot,layer_norm,math_ext,rope,embedding}.cpp) and
-// docs/semantics/*.md: the same argument checks in the same order with the same messages, the same
-// accumulation precision (f64 wherever the reference uses f64) and one rounding per output.
-//
-// The double arithmetic uses the explicit round-to-nearest intrinsics (__dadd_rn, __dmul_rn, ...)
-// so that nvcc never contracts a multiply and an add into an FMA (the reference is compiled
-// without FMA contraction on x86-64). Block-wide reductions run in shared memory in the
-// accumulation type; scalar results go through a small device scratch buffer.
-//
-// fmt turns its constexpr off under nvcc (FMT_USE_CONSTEXPR 0) but keeps C++20 constexpr
-// functions that call those, which the host compiler then rejects (fmtlib/fmt#3543); nvcc 12+
-// handles fmt's constexpr code, so it is turned back on for this file (as in activation.cu).
-#ifndef FMT_USE_CONSTEXPR
-#define FMT_USE_CONSTEXPR 1
-#endif
-#include <fmt/format.h>
+#include "cuda/kernels/device_scratch.hpp"
+#include "cuda/kernels/format.cuh"
 
 #include <cmath>
 #include <cstddef>
@@ -31,13 +14,6 @@
 
 namespace backplane::cuda {
 namespace {
-
-// fmt::format with the format string checked at run time: nvcc's front end cannot evaluate fmt's
-// consteval format-string check. The output is the same as fmt::format's.
-template <class... Args>
-std::string Format(std::string_view format, const Args&... args) {
-  return fmt::format(fmt::runtime(format), args...);
-}
 
 // ---- Shared helpers --------------------------------------------------------------------------
 
@@ -79,29 +55,6 @@ __device__ Acc BlockReduce(Acc value, const Op& op) {
 
 struct AddOp {
   __device__ double Combine(double a, double b) const { return Add(a, b); }
-};
-
-// Device scratch memory from the stream-ordered allocator. Release() frees it (checked) on the
-// normal path; the destructor frees it (unchecked) when an exception leaves the method early.
-class DeviceScratch {
- public:
-  explicit DeviceScratch(size_t bytes) {
-    CheckCuda(static_cast<int>(cudaMallocAsync(&ptr_, bytes, Stream())), "cudaMallocAsync");
-  }
-  DeviceScratch(const DeviceScratch&) = delete;
-  DeviceScratch& operator=(const DeviceScratch&) = delete;
-  ~DeviceScratch() {
-    if (ptr_ != nullptr) static_cast<void>(cudaFreeAsync(ptr_, Stream()));
-  }
-  void* Get() const { return ptr_; }
-  void Release() {
-    void* p = ptr_;
-    ptr_ = nullptr;
-    CheckCuda(static_cast<int>(cudaFreeAsync(p, Stream())), "cudaFreeAsync");
-  }
-
- private:
-  void* ptr_ = nullptr;
 };
 
 void CopyToHost(void* host, const void* device, size_t bytes) {

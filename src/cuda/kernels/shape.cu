@@ -26,13 +26,8 @@
 // Data-dependent errors (a zero integer divisor in Mod, a negative shift in BitShift) are found on
 // the device, read back and thrown with the reference's message before the output is written.
 
-// fmt turns its constexpr off under nvcc (FMT_USE_CONSTEXPR 0) but keeps C++20 constexpr
-// functions that call those, which the host compiler then rejects (fmtlib/fmt#3543); nvcc 12+
-// handles fmt's constexpr code, so it is turned back on for this file (as in activation.cu).
-#ifndef FMT_USE_CONSTEXPR
-#define FMT_USE_CONSTEXPR 1
-#endif
-#include <fmt/format.h>
+#include "cuda/kernels/device_scratch.hpp"
+#include "cuda/kernels/format.cuh"
 
 #include <cmath>
 #include <cstddef>
@@ -54,13 +49,6 @@ void RegisterShape(KernelTable& table);
 
 namespace {
 
-// fmt::format with the format string checked at run time: nvcc's front end cannot evaluate fmt's
-// consteval format-string check. The output is the same as fmt::format's.
-template <class... Args>
-std::string Format(std::string_view format, const Args&... args) {
-  return fmt::format(fmt::runtime(format), args...);
-}
-
 // "a, b, c" as fmt::join(first, last, ", ") writes int64 values.
 std::string JoinInts(const int64_t* first, const int64_t* last) {
   std::string s;
@@ -70,29 +58,6 @@ std::string JoinInts(const int64_t* first, const int64_t* last) {
   }
   return s;
 }
-
-// Device scratch memory from the stream-ordered allocator. Release() frees it (checked) on the
-// normal path; the destructor frees it (unchecked) when an exception leaves the method early.
-class DeviceScratch {
- public:
-  explicit DeviceScratch(size_t bytes) {
-    CheckCuda(static_cast<int>(cudaMallocAsync(&ptr_, bytes, Stream())), "cudaMallocAsync");
-  }
-  DeviceScratch(const DeviceScratch&) = delete;
-  DeviceScratch& operator=(const DeviceScratch&) = delete;
-  ~DeviceScratch() {
-    if (ptr_ != nullptr) static_cast<void>(cudaFreeAsync(ptr_, Stream()));
-  }
-  void* Get() const { return ptr_; }
-  void Release() {
-    void* p = ptr_;
-    ptr_ = nullptr;
-    CheckCuda(static_cast<int>(cudaFreeAsync(p, Stream())), "cudaFreeAsync");
-  }
-
- private:
-  void* ptr_ = nullptr;
-};
 
 void CopyAsync(void* dst, const void* src, size_t bytes) {
   CheckCuda(static_cast<int>(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, Stream())),
@@ -609,13 +574,6 @@ std::string DimsToString(const std::vector<int64_t>& dims) {
 uint64_t ByteSpan(DType dtype, int64_t count) {
   if (count <= 0) return 0;
   return (static_cast<uint64_t>(count) * static_cast<uint64_t>(DTypeBits(dtype)) + 7) / 8;
-}
-
-bool Overlaps(const void* a, uint64_t aBytes, const void* b, uint64_t bBytes) {
-  if (aBytes == 0 || bBytes == 0) return false;
-  const auto pa = reinterpret_cast<uintptr_t>(a);
-  const auto pb = reinterpret_cast<uintptr_t>(b);
-  return pa < pb + bBytes && pb < pa + aBytes;
 }
 
 void CheckNoOverlap(std::string_view op, std::string_view outArg, const void* out,
