@@ -352,8 +352,8 @@ std::string BackendCoverageMarkdown(const std::vector<NamedRecord>& records) {
                     implemented);
   {
     const NamedRecord* cuda_record = DeviceRecord(records, "cuda");
-    int compiled = 0;
 #ifdef BACKPLANE_HAVE_CUDA
+    int compiled = 0;
     for (const catalog::OpInfo* op : ops) compiled += cuda::Implements(op->methods[0]) ? 1 : 0;
     const std::string built = fmt::format("{} compiled", compiled);
 #else
