@@ -50,6 +50,9 @@ TEST(Inventory, JsonHasTheStableKeys) {
 }
 
 TEST(Inventory, CommittedMarkdownIsFresh) {
+#ifndef BACKPLANE_HAVE_CUDA
+  GTEST_SKIP() << "docs/backend-inventory.md has a cuda column from a CUDA build; this build has no CUDA backend";
+#endif
   std::ifstream file(std::string(BACKPLANE_SOURCE_DIR) + "/docs/backend-inventory.md");
   ASSERT_TRUE(file.good()) << "docs/backend-inventory.md is missing; run `make docs`";
   std::stringstream committed;

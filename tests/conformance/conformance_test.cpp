@@ -90,8 +90,12 @@ TEST(MatrixDocs, AreFreshAndCoverEveryFastKernel) {
   const std::vector<NamedRecord> records = LoadRecords(dir);
   const Record& record = records.at(0).record;
   EXPECT_EQ(ReadFile(dir + "cpu-dispatch-matrix.md"), CpuDispatchMatrixMarkdown(records)) << "run `make docs`";
+#ifdef BACKPLANE_HAVE_CUDA
+  // Their CUDA column says what this build compiled: the committed ones come from a CUDA build
+  // (make test, nvcc present); a build without CUDA (the sanitizer builds) cannot reproduce it.
   EXPECT_EQ(ReadFile(dir + "device-backend-matrix.md"), DeviceBackendMatrixMarkdown(records)) << "run `make docs`";
   EXPECT_EQ(ReadFile(dir + "backend-coverage.md"), BackendCoverageMarkdown(records)) << "run `make docs`";
+#endif
   std::set<std::string> recorded;
   for (const Cell& c : record.cells) {
     if (c.status != "not_run") recorded.insert(c.method);
