@@ -89,6 +89,8 @@ const KernelTable& Table() {
     RegisterOptimizer(t);
     RegisterPhysicsCausal(t);
     RegisterResearch(t);
+    RegisterTensorIndex(t);
+    RegisterTraining(t);
     return t;
   }();
   return table;

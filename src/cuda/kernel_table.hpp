@@ -33,6 +33,8 @@ void RegisterNn(KernelTable& table);
 void RegisterOptimizer(KernelTable& table);
 void RegisterPhysicsCausal(KernelTable& table);
 void RegisterResearch(KernelTable& table);
+void RegisterTensorIndex(KernelTable& table);
+void RegisterTraining(KernelTable& table);
 
 // Every kernel of this build, registered once.
 const KernelTable& Table();

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -32,17 +31,13 @@ std::string NoGpuReason() {
     if (!no_gpu.empty()) GTEST_SKIP() << "no CUDA GPU visible: " << no_gpu;       \
   } while (0)
 
-TEST(CudaBuild, KernelsCoverTheModelSurfaces) {
-  std::set<std::string> implemented;
+TEST(CudaBuild, EveryBackendMethodHasAKernel) {
+  std::vector<std::string> missing;
   for (const catalog::MethodInfo& m : catalog::Methods()) {
-    if (cuda::Implements(m.id)) implemented.insert(m.QualifiedName());
+    if (!cuda::Implements(m.id)) missing.push_back(m.QualifiedName());
   }
-  for (const char* name : {"Elementwise.Add", "Activation.Gelu", "Activation.SwiGLU", "Matmul.Matmul",
-                           "MathExt.MatmulTransB", "MathExt.SoftmaxRows", "Reduction.Sum", "LayerNorm.RMSNorm",
-                           "RoPE.RoPE"}) {
-    EXPECT_TRUE(implemented.contains(name)) << name;
-  }
-  EXPECT_TRUE(runtime::BuiltGraphDevices().size() >= 1);
+  EXPECT_THAT(missing, testing::IsEmpty());
+  EXPECT_TRUE(runtime::BuiltGraphDevices().size() >= 2);
   EXPECT_THAT(cuda::BuiltArchitectures(), HasSubstr("90"));
 }
 
@@ -126,19 +121,6 @@ TEST(CudaBackend, BadArgumentsThrowBeforeAnyLaunch) {
     EXPECT_THAT(e.what(), HasSubstr("count"));
   }
   EXPECT_THROW(backend->Elementwise().Add(d.get(), d.get(), d.get(), 4, DType::Int32), Error);
-}
-
-TEST(CudaBackend, AMethodWithoutAKernelSaysSoOutsideAProgram) {
-  BP_REQUIRE_GPU();
-  if (cuda::Implements(catalog::MethodId::Physics_Laplacian4)) GTEST_SKIP() << "Physics.Laplacian4 has a CUDA kernel";
-  auto backend = cuda::CreateBackend(0);
-  try {
-    backend->Physics().Laplacian4(nullptr, nullptr, 0, 1.0f, DType::Float32);
-    FAIL() << "no NotImplemented";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::NotImplemented);
-    EXPECT_THAT(e.what(), HasSubstr("Physics.Laplacian4"));
-  }
 }
 
 }  // namespace

@@ -30,6 +30,11 @@ class DeviceScratch {
   T* As() const {
     return static_cast<T*>(ptr_);
   }
+  // The piece at byte `offset`, as laid out by ScratchLayout.
+  template <class T>
+  T* At(size_t offset) const {
+    return reinterpret_cast<T*>(Bytes() + offset);
+  }
   void Release() {
     if (ptr_ == nullptr) return;
     void* p = ptr_;
@@ -40,6 +45,30 @@ class DeviceScratch {
  private:
   void* ptr_ = nullptr;
 };
+
+// Offsets of the pieces of one scratch allocation, each 256-byte aligned.
+class ScratchLayout {
+ public:
+  size_t Add(size_t bytes) {
+    const size_t offset = size_;
+    size_ += (bytes + 255) / 256 * 256;
+    return offset;
+  }
+  size_t Size() const { return size_; }
+
+ private:
+  size_t size_ = 0;
+};
+
+// Stream-ordered copy between any two of host, device and managed memory.
+inline void CopyAsync(void* dst, const void* src, size_t bytes) {
+  CheckCuda(static_cast<int>(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, Stream())),
+            "cudaMemcpyAsync");
+}
+
+inline void MemsetAsync(void* dst, int value, size_t bytes) {
+  CheckCuda(static_cast<int>(cudaMemsetAsync(dst, value, bytes, Stream())), "cudaMemsetAsync");
+}
 
 // Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) share a byte; addresses only,
 // nothing is dereferenced. Empty or null ranges overlap nothing.

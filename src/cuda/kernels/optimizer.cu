@@ -75,14 +75,6 @@ __device__ __forceinline__ double LdD(const void* p, int64_t i) {
 
 // ---- Device scratch and host transfers ---------------------------------------------------------
 
-// Stream-ordered copies; either side may be device, managed or host memory. A pageable host
-// source is consumed before the call returns; a host destination is complete only after the
-// stream is synchronised (FinishMethod).
-void CopyAsync(void* dst, const void* src, size_t bytes) {
-  CheckCuda(static_cast<int>(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, Stream())),
-            "cudaMemcpyAsync");
-}
-
 size_t Align16(size_t bytes) { return (bytes + 15) / 16 * 16; }
 
 // ---- Block-wide and grid-wide double reductions ------------------------------------------------

@@ -43,14 +43,6 @@
 // Geometry arrays (ScatterND / GatherND `dims`) are host memory; what a kernel needs of them is
 // copied to device scratch.
 
-// fmt turns its constexpr off under nvcc (FMT_USE_CONSTEXPR 0) but keeps C++20 constexpr
-// functions that call those, which the host compiler then rejects (fmtlib/fmt#3543); nvcc 12+
-// handles fmt's constexpr code, so it is turned back on for this file (as in activation.cu).
-#ifndef FMT_USE_CONSTEXPR
-#define FMT_USE_CONSTEXPR 1
-#endif
-#include <fmt/format.h>
-
 #include <cub/device/device_radix_sort.cuh>
 
 #include <cmath>
@@ -70,72 +62,15 @@
 #include "backplane/convert.hpp"
 #include "backplane/random.hpp"
 #include "cuda/kernels/common.cuh"
+#include "cuda/kernels/convert.cuh"
+#include "cuda/kernels/device_scratch.hpp"
+#include "cuda/kernels/format.cuh"
 
 namespace backplane::cuda {
 
 void RegisterTensorIndex(KernelTable& table);
 
 namespace {
-
-// fmt::format with the format string checked at run time: nvcc's front end cannot evaluate fmt's
-// consteval format-string check. The output is the same as fmt::format's.
-template <class... Args>
-std::string Format(std::string_view format, const Args&... args) {
-  return fmt::format(fmt::runtime(format), args...);
-}
-
-// ---- Device memory helpers -----------------------------------------------------------------------
-
-// Device scratch memory from the stream-ordered allocator. Release() frees it (checked) on the
-// normal path; the destructor frees it (unchecked) when an exception leaves the method early.
-class DeviceScratch {
- public:
-  explicit DeviceScratch(size_t bytes) {
-    CheckCuda(static_cast<int>(cudaMallocAsync(&ptr_, bytes == 0 ? 1 : bytes, Stream())),
-              "cudaMallocAsync");
-  }
-  DeviceScratch(const DeviceScratch&) = delete;
-  DeviceScratch& operator=(const DeviceScratch&) = delete;
-  ~DeviceScratch() {
-    if (ptr_ != nullptr) static_cast<void>(cudaFreeAsync(ptr_, Stream()));
-  }
-  void* Get() const { return ptr_; }
-  template <class T>
-  T* At(size_t offset) const {
-    return reinterpret_cast<T*>(static_cast<char*>(ptr_) + offset);
-  }
-  void Release() {
-    void* p = ptr_;
-    ptr_ = nullptr;
-    CheckCuda(static_cast<int>(cudaFreeAsync(p, Stream())), "cudaFreeAsync");
-  }
-
- private:
-  void* ptr_ = nullptr;
-};
-
-// Offsets of the pieces of one scratch allocation, each 256-byte aligned.
-class Layout {
- public:
-  size_t Add(size_t bytes) {
-    const size_t offset = size_;
-    size_ += (bytes + 255) / 256 * 256;
-    return offset;
-  }
-  size_t Size() const { return size_; }
-
- private:
-  size_t size_ = 0;
-};
-
-void CopyAsync(void* dst, const void* src, size_t bytes) {
-  CheckCuda(static_cast<int>(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, Stream())),
-            "cudaMemcpyAsync");
-}
-
-void MemsetAsync(void* dst, int value, size_t bytes) {
-  CheckCuda(static_cast<int>(cudaMemsetAsync(dst, value, bytes, Stream())), "cudaMemsetAsync");
-}
 
 // Copies `bytes` of device memory to the host after the stream's work (synchronising).
 void ReadBack(std::string_view op, void* host, const void* device, size_t bytes) {
@@ -181,106 +116,6 @@ void RadixSortPairs(const K* keysIn, K* keysOut, const V* valuesIn, V* valuesOut
 }
 
 constexpr unsigned long long kNoPosition = ~0ULL;
-
-// ---- Bit-exact float conversions (src/core/convert.cpp, x86 f32 <-> f64) ------------------------
-
-constexpr uint32_t kF32AbsMask = 0x7FFFFFFFu;
-constexpr uint32_t kF32Inf = 0x7F800000u;
-constexpr uint32_t kF32QuietBit = 0x00400000u;
-
-// Shifts `value` right by `shift` (1..31), rounding to nearest, ties to even.
-__device__ __forceinline__ uint32_t ShiftRightRoundEven(uint32_t value, int shift) {
-  const uint32_t halfMinusOne = (1u << (shift - 1)) - 1u;
-  const uint32_t lsb = (value >> shift) & 1u;
-  return (value + halfMinusOne + lsb) >> shift;
-}
-
-// convert.cpp's RoundF32Magnitude<5, 10> (IEEE binary16).
-__device__ __forceinline__ uint32_t RoundF32MagnitudeF16(uint32_t abs) {
-  constexpr int kBias = 15;
-  constexpr int kManBits = 10;
-  constexpr int kDrop = 23 - kManBits;
-  constexpr uint32_t kMinNormalExp = 127 - kBias + 1;
-  const uint32_t rebiased = abs - (static_cast<uint32_t>(127 - kBias) << 23);
-  const uint32_t normal = ShiftRightRoundEven(rebiased, kDrop);
-  const int exp = static_cast<int>(abs >> 23);
-  const uint32_t m24 = (abs & 0x007FFFFFu) | 0x00800000u;
-  int shift = 151 - kBias - kManBits - exp;
-  shift = shift < 1 ? 1 : (shift > 25 ? 25 : shift);
-  const uint32_t subnormal = ShiftRightRoundEven(m24, shift);
-  return (abs >> 23) >= kMinNormalExp ? normal : subnormal;
-}
-
-__device__ __forceinline__ float DevF16ToF32(uint16_t bits) {
-  const uint32_t man = bits & 0x03FFu;
-  const uint32_t sign = static_cast<uint32_t>(bits >> 15) << 31;
-  if ((bits & 0x7C00u) == 0x7C00u) {
-    return __uint_as_float(man == 0 ? sign | kF32Inf : sign | kF32Inf | kF32QuietBit | (man << 13));
-  }
-  int exp = static_cast<int>((bits >> 10) & 0x1Fu);
-  uint32_t m = man;
-  if (exp == 0) {
-    if (m == 0) return __uint_as_float(sign);
-    const int width = 32 - __clz(static_cast<int>(m));  // std::bit_width
-    const int shift = 10 + 1 - width;
-    m = (m << shift) & 0x03FFu;
-    exp = 1 - shift;
-  }
-  return __uint_as_float(sign | (static_cast<uint32_t>(exp + 127 - 15) << 23) | (m << 13));
-}
-
-__device__ __forceinline__ uint16_t DevF32ToF16(float value) {
-  const uint32_t x = __float_as_uint(value);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t abs = x & kF32AbsMask;
-  if (abs > kF32Inf) return static_cast<uint16_t>(sign | 0x7E00u | ((abs >> 13) & 0x03FFu));
-  const uint32_t clamped = abs < 0x47800000u ? abs : 0x47800000u;
-  return static_cast<uint16_t>(sign | RoundF32MagnitudeF16(clamped));
-}
-
-__device__ __forceinline__ float DevBF16ToF32(uint16_t bits) {
-  uint32_t x = static_cast<uint32_t>(bits) << 16;
-  if ((x & kF32AbsMask) > kF32Inf) x |= kF32QuietBit;
-  return __uint_as_float(x);
-}
-
-__device__ __forceinline__ uint16_t DevF32ToBF16(float value) {
-  const uint32_t x = __float_as_uint(value);
-  if ((x & kF32AbsMask) > kF32Inf) return static_cast<uint16_t>((x >> 16) | 0x0040u);
-  return static_cast<uint16_t>(ShiftRightRoundEven(x & kF32AbsMask, 16) | ((x >> 16) & 0x8000u));
-}
-
-// static_cast<double>(float) as x86 (cvtss2sd): exact; a NaN keeps sign and payload, gets the
-// quiet bit.
-__device__ __forceinline__ double DevF32ToF64(float f) {
-  const uint32_t x = __float_as_uint(f);
-  if ((x & kF32AbsMask) > kF32Inf) {
-    const uint64_t bits = (static_cast<uint64_t>(x >> 31) << 63) | 0x7FF8000000000000ULL |
-                          (static_cast<uint64_t>(x & 0x007FFFFFu) << 29);
-    return __longlong_as_double(static_cast<long long>(bits));
-  }
-  return static_cast<double>(f);
-}
-
-// static_cast<float>(double) as x86 (cvtsd2ss): nearest even; a NaN keeps sign and the top 23
-// payload bits, gets the quiet bit.
-__device__ __forceinline__ float DevF64ToF32(double d) {
-  const auto x = static_cast<uint64_t>(__double_as_longlong(d));
-  if ((x & 0x7FFFFFFFFFFFFFFFULL) > 0x7FF0000000000000ULL) {
-    const uint32_t bits = (static_cast<uint32_t>(x >> 63) << 31) | kF32Inf | kF32QuietBit |
-                          static_cast<uint32_t>((x & 0x000FFFFFFFFFFFFFULL) >> 29);
-    return __uint_as_float(bits);
-  }
-  return __double2float_rn(d);
-}
-
-// common.hpp's RoundToOddF32: double -> float truncated toward zero, last bit set when inexact.
-__device__ __forceinline__ float DevRoundToOddF32(double value) {
-  if (isnan(value)) return DevF64ToF32(value);
-  const float f = __double2float_rz(value);
-  if (static_cast<double>(f) == value) return f;
-  return __uint_as_float(__float_as_uint(f) | 1u);
-}
 
 // ---- x86 SSE arithmetic (NaN propagation as the reference's host code) ---------------------------
 
@@ -341,16 +176,16 @@ struct DElem<F16Tag> {
   using Storage = uint16_t;
   using Value = float;
   static constexpr bool kFloat = true;
-  __device__ static Value FromBits(Storage s) { return DevF16ToF32(s); }
-  __device__ static Storage ToBits(Value v) { return DevF32ToF16(v); }
+  __device__ static Value FromBits(Storage s) { return F16ToF32(s); }
+  __device__ static Storage ToBits(Value v) { return F32ToF16(v); }
 };
 template <>
 struct DElem<BF16Tag> {
   using Storage = uint16_t;
   using Value = float;
   static constexpr bool kFloat = true;
-  __device__ static Value FromBits(Storage s) { return DevBF16ToF32(s); }
-  __device__ static Storage ToBits(Value v) { return DevF32ToBF16(v); }
+  __device__ static Value FromBits(Storage s) { return BF16ToF32(s); }
+  __device__ static Storage ToBits(Value v) { return F32ToBF16(v); }
 };
 
 template <class E>
@@ -369,7 +204,7 @@ __device__ __forceinline__ double LoadF64(const void* p, int64_t i) {
   if constexpr (std::is_same_v<typename E::Value, double>) {
     return v;
   } else {
-    return DevF32ToF64(v);
+    return F32ToF64(v);
   }
 }
 
@@ -381,9 +216,9 @@ __device__ __forceinline__ void StoreF64(void* p, int64_t i, double v) {
   if constexpr (std::is_same_v<S, double>) {
     static_cast<double*>(p)[i] = v;
   } else if constexpr (std::is_same_v<S, float>) {
-    static_cast<float*>(p)[i] = DevF64ToF32(v);
+    static_cast<float*>(p)[i] = F64ToF32(v);
   } else {
-    static_cast<S*>(p)[i] = E::ToBits(DevRoundToOddF32(v));
+    static_cast<S*>(p)[i] = E::ToBits(RoundToOddF32(v));
   }
 }
 
@@ -849,7 +684,7 @@ void TopK(const TopKConfig& config, const void* in, void* values, int64_t* indic
   const int64_t n = inCount;  // > 0: k > 0 and k <= axis
   const int64_t columns = outer * inner;
   const auto bytes = static_cast<size_t>(n) * 8;
-  Layout layout;
+  ScratchLayout layout;
   const size_t keysA = layout.Add(bytes), keysB = layout.Add(bytes);
   const size_t idsA = layout.Add(bytes), idsB = layout.Add(bytes);
   DeviceScratch scratch(layout.Size());
@@ -1000,7 +835,7 @@ template <class E, class Targets>
 void ScatterSorted(ScatterReduction r, const Targets& targets, int64_t n, int64_t total, const void* updates,
                    void* out) {
   const auto bytes = static_cast<size_t>(n) * 8;
-  Layout layout;
+  ScratchLayout layout;
   const size_t keysA = layout.Add(bytes), keysB = layout.Add(bytes);
   const size_t idsA = layout.Add(bytes), idsB = layout.Add(bytes);
   DeviceScratch scratch(layout.Size());
@@ -1338,7 +1173,7 @@ LogitStats LoadLogits(std::string_view op, const void* logits, int64_t vocabSize
   CheckPointer(op, "logits", logits, vocabSize);
   int64_t blocks = (vocabSize + kThreads - 1) / kThreads;
   if (blocks > kStatsBlocks) blocks = kStatsBlocks;
-  Layout layout;
+  ScratchLayout layout;
   const size_t partialsAt = layout.Add(static_cast<size_t>(blocks) * sizeof(LogitStats));
   const size_t resultAt = layout.Add(sizeof(LogitStats));
   DeviceScratch scratch(layout.Size());
@@ -1378,7 +1213,7 @@ int32_t SampleOnDevice(std::string_view op, const void* logits, int64_t n, DType
   const double u = PhiloxUniformDouble(config.Seed, 0, 0);
   const auto doubles = static_cast<size_t>(n) * sizeof(double);
   const auto ints = static_cast<size_t>(n) * sizeof(int32_t);
-  Layout layout;
+  ScratchLayout layout;
   const size_t pAt = layout.Add(doubles), psAt = layout.Add(doubles), cumAt = layout.Add(doubles);
   const size_t orderAt = layout.Add(ints), sortedAt = layout.Add(ints);
   const size_t sumAt = layout.Add(sizeof(double)), resultAt = layout.Add(sizeof(int32_t));

@@ -36,28 +36,12 @@
 #include "backplane/convert.hpp"
 #include "backplane/random.hpp"
 #include "cuda/kernels/common.cuh"
-#include "math/philox.hpp"  // src/cuda/pending/philox.hpp until integrated
 
 namespace backplane::cuda {
 
 void RegisterTraining(KernelTable& table);
 
 namespace {
-
-// The device copy of Philox4x32-10 (math/philox.hpp) is the generator of backplane/random.hpp.
-constexpr bool SamePhilox(uint64_t seed, uint64_t stream, uint64_t index) {
-  const PhiloxCounter want = backplane::PhiloxBits(seed, stream, index);
-  const math::PhiloxBlock got = math::PhiloxBits(seed, stream, index);
-  for (int k = 0; k < 4; ++k) {
-    if (got.w[k] != want[static_cast<size_t>(k)]) return false;
-  }
-  return math::PhiloxUniformFloat(seed, stream, index) ==
-         backplane::PhiloxUniformFloat(seed, stream, index);
-}
-static_assert(SamePhilox(0, 0, 0));
-static_assert(SamePhilox(0xC0FFEE, 0, 12345));
-static_assert(SamePhilox(0x123456789ABCDEF0ull, 0, (uint64_t{1} << 40) + 7));
-static_assert(SamePhilox(0xFFFFFFFFFFFFFFFFull, 0xFFFFFFFF00000001ull, 0xFFFFFFFFFFFFFFFFull));
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -115,16 +99,6 @@ struct NanMaxOp {
   }
 };
 
-void CopyToHost(void* host, const void* device, size_t bytes) {
-  CheckCuda(static_cast<int>(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDefault, Stream())),
-            "cudaMemcpyAsync");
-}
-
-void CopyOnDevice(void* dst, const void* src, size_t bytes) {
-  CheckCuda(static_cast<int>(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, Stream())),
-            "cudaMemcpyAsync");
-}
-
 // One block per row (or normalisation block): enough blocks for the GPU, each looping over
 // r, r + gridDim.x, ...
 unsigned RowGrid(int64_t rows) {
@@ -145,7 +119,7 @@ class Staging {
     if (!Overlaps(p, bytes, out, outBytes)) return p;
     copies_.push_back(std::make_unique<DeviceScratch>(bytes));
     void* copy = copies_.back()->Get();
-    CopyOnDevice(copy, p, bytes);
+    CopyAsync(copy, p, bytes);
     return copy;
   }
   void Release() {
@@ -176,7 +150,7 @@ unsigned long long FirstBad(std::string_view op, const Pred& bad, int64_t n) {
             "cudaMemsetAsync");
   FirstBadKernel<Pred><<<GridFor(n), kThreads, 0, Stream()>>>(bad, n, first);
   unsigned long long position = kNoPosition;
-  CopyToHost(&position, first, sizeof(position));
+  CopyAsync(&position, first, sizeof(position));
   scratch.Release();
   FinishMethod(op);
   return position;
@@ -188,7 +162,7 @@ double ReadWidened(std::string_view op, const void* values, unsigned long long p
                    DType dtype) {
   const size_t bytes = DTypeStorageBytes(dtype, 1);
   unsigned char raw[8] = {};
-  CopyToHost(raw, static_cast<const char*>(values) + position * bytes, bytes);
+  CopyAsync(raw, static_cast<const char*>(values) + position * bytes, bytes);
   FinishMethod(op);
   switch (dtype) {
     case DType::Float64: {
@@ -214,7 +188,7 @@ double ReadWidened(std::string_view op, const void* values, unsigned long long p
 
 int32_t ReadInt32(std::string_view op, const int32_t* values, unsigned long long position) {
   int32_t value = 0;
-  CopyToHost(&value, values + position, sizeof(value));
+  CopyAsync(&value, values + position, sizeof(value));
   FinishMethod(op);
   return value;
 }
@@ -324,7 +298,7 @@ double SumOnDevice(std::string_view op, const Term& term, int64_t n) {
                                                                                      partials);
   SumFinalKernel<<<1, kThreads, 0, Stream()>>>(partials, blocks, result);
   double host = 0.0;
-  CopyToHost(&host, result, sizeof(double));
+  CopyAsync(&host, result, sizeof(double));
   scratch.Release();
   FinishMethod(op);
   return host;
@@ -973,7 +947,7 @@ __global__ void DropoutKernel(void* dst, const void* src, int64_t count, uint64_
                               Compute<S> scale) {
   using T = Compute<S>;
   BP_CUDA_GRID_STRIDE(i, count) {
-    const bool keep = math::PhiloxUniformFloat(seed, 0, static_cast<uint64_t>(i)) >= rate;
+    const bool keep = backplane::PhiloxUniformFloat(seed, 0, static_cast<uint64_t>(i)) >= rate;
     if (!keep) {
       St<S>(dst, i, T{0});
       continue;
@@ -1005,7 +979,7 @@ void Dropout(void* dst, const void* src, int64_t count, const DropoutConfig& con
     if (dst != src) {
       Staging staging;
       const void* from = staging.Input(src, bytes, dst, bytes, false);
-      CopyOnDevice(dst, from, bytes);
+      CopyAsync(dst, from, bytes);
       staging.Release();
     }
     FinishMethod(kOp);
