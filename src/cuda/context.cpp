@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -34,6 +35,7 @@ std::map<int, DeviceState*>& States() {
 }
 
 thread_local int current_device = 0;
+thread_local ExecutorStream* scoped_executor = nullptr;
 
 DeviceState& State(int device) {
   std::lock_guard<std::mutex> lock(StatesMutex());
@@ -106,9 +108,89 @@ void UseDevice(int device) {
 
 int CurrentDevice() { return current_device; }
 
-cudaStream_t Stream() { return State(current_device).stream; }
+cudaStream_t Stream() {
+  if (scoped_executor != nullptr && scoped_executor->device() == current_device) return scoped_executor->stream();
+  return State(current_device).stream;
+}
 
-cublasContext* Cublas() { return State(current_device).cublas; }
+cublasContext* Cublas() {
+  if (scoped_executor != nullptr && scoped_executor->device() == current_device) return scoped_executor->cublas();
+  return State(current_device).cublas;
+}
+
+ExecutorStream::ExecutorStream(int device) : device_(device) {
+  UseDevice(device);
+  try {
+    CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    const CublasLibrary& cublas = CublasApi();
+    CheckCublas(cublas.create(&cublas_), "cublasCreate");
+    CheckCublas(cublas.set_stream(cublas_, stream_), "cublasSetStream");
+    for (int b = 0; b < 2; ++b) {
+      CheckCuda(cudaMallocHost(&staging_[b], kChunk), "cudaMallocHost(" + std::to_string(kChunk) + " bytes)");
+      CheckCuda(cudaEventCreateWithFlags(&staged_[b], cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    }
+  } catch (...) {
+    Release();
+    throw;
+  }
+}
+
+ExecutorStream::~ExecutorStream() { Release(); }
+
+// Unchecked: a destructor cannot report, and the stream's work is finished or failed already.
+void ExecutorStream::Release() {
+  if (stream_ != nullptr) static_cast<void>(cudaStreamSynchronize(stream_));
+  for (int b = 0; b < 2; ++b) {
+    if (staged_[b] != nullptr) static_cast<void>(cudaEventDestroy(staged_[b]));
+    if (staging_[b] != nullptr) static_cast<void>(cudaFreeHost(staging_[b]));
+    staged_[b] = nullptr;
+    staging_[b] = nullptr;
+  }
+  if (cublas_ != nullptr) static_cast<void>(CublasApi().destroy(cublas_));
+  if (stream_ != nullptr) static_cast<void>(cudaStreamDestroy(stream_));
+  cublas_ = nullptr;
+  stream_ = nullptr;
+}
+
+void ExecutorStream::CopyIn(void* device_dst, const void* host_src, size_t bytes) {
+  UseDevice(device_);
+  auto* dst = static_cast<std::byte*>(device_dst);
+  const auto* src = static_cast<const std::byte*>(host_src);
+  for (size_t done = 0, k = 0; done < bytes; done += kChunk, ++k) {
+    const size_t b = k % 2;
+    const size_t n = bytes - done < kChunk ? bytes - done : kChunk;
+    // The buffer's previous DMA must have read it before it is refilled.
+    CheckCuda(cudaEventSynchronize(staged_[b]), "cudaEventSynchronize");
+    std::memcpy(staging_[b], src + done, n);
+    CheckCuda(cudaMemcpyAsync(dst + done, staging_[b], n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    CheckCuda(cudaEventRecord(staged_[b], stream_), "cudaEventRecord");
+  }
+}
+
+void ExecutorStream::CopyOut(void* host_dst, const void* device_src, size_t bytes) {
+  UseDevice(device_);
+  auto* dst = static_cast<std::byte*>(host_dst);
+  const auto* src = static_cast<const std::byte*>(device_src);
+  const size_t chunks = (bytes + kChunk - 1) / kChunk;
+  auto queue = [&](size_t k) {
+    const size_t b = k % 2;
+    const size_t n = bytes - k * kChunk < kChunk ? bytes - k * kChunk : kChunk;
+    CheckCuda(cudaMemcpyAsync(staging_[b], src + k * kChunk, n, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+    CheckCuda(cudaEventRecord(staged_[b], stream_), "cudaEventRecord");
+  };
+  if (chunks > 0) queue(0);
+  for (size_t k = 0; k < chunks; ++k) {
+    // Chunk k + 1 goes into the other buffer while chunk k is copied out of this one.
+    if (k + 1 < chunks) queue(k + 1);
+    const size_t b = k % 2;
+    const size_t n = bytes - k * kChunk < kChunk ? bytes - k * kChunk : kChunk;
+    CheckCuda(cudaEventSynchronize(staged_[b]), "cudaEventSynchronize");
+    std::memcpy(dst + k * kChunk, staging_[b], n);
+  }
+}
+
+StreamScope::StreamScope(ExecutorStream& executor) : previous_(scoped_executor) { scoped_executor = &executor; }
+StreamScope::~StreamScope() { scoped_executor = previous_; }
 
 void Synchronize(const char* what) {
   CheckCuda(cudaStreamSynchronize(Stream()), std::string(what) + ": cudaStreamSynchronize");

@@ -31,6 +31,7 @@ CublasLibrary Load() {
   }
   CublasLibrary lib;
   Resolve(library, "cublasCreate_v2", lib.create);
+  Resolve(library, "cublasDestroy_v2", lib.destroy);
   Resolve(library, "cublasSetStream_v2", lib.set_stream);
   Resolve(library, "cublasGemmEx_64", lib.gemm_ex_64);
   Resolve(library, "cublasGetStatusString", lib.status_string);

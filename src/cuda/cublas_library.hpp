@@ -8,6 +8,7 @@ namespace backplane::cuda {
 
 struct CublasLibrary {
   decltype(&::cublasCreate_v2) create = nullptr;
+  decltype(&::cublasDestroy_v2) destroy = nullptr;
   decltype(&::cublasSetStream_v2) set_stream = nullptr;
   decltype(&::cublasGemmEx_64) gemm_ex_64 = nullptr;
   decltype(&::cublasGetStatusString) status_string = nullptr;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 
 #include "backplane/catalog/catalog.hpp"
 #include "backplane/cuda/cuda_backend.hpp"
@@ -12,28 +11,29 @@
 namespace backplane::cuda {
 namespace {
 
-// A device tensor's bytes: a managed-memory tensor the host may address once the stream is idle.
+using Executor = std::shared_ptr<ExecutorStream>;
+
+// A device tensor's bytes: a managed-memory tensor written on its executor's stream. Copies to
+// the host go through the executor's pinned staging, after the stream's work.
 class ManagedStorage final : public DeviceStorage {
  public:
-  ManagedStorage(Tensor managed, int device) : managed_(std::move(managed)), device_(device) {}
-  Device device() const override { return Device{DeviceKind::Cuda, device_}; }
+  ManagedStorage(Tensor managed, Executor executor) : managed_(std::move(managed)), executor_(std::move(executor)) {}
+  Device device() const override { return Device{DeviceKind::Cuda, executor_->device()}; }
   void CopyToHost(void* dst, size_t bytes) const override {
     if (bytes != managed_.nbytes()) {
       ThrowInvalidArgument("cuda.CopyToHost", "bytes", std::to_string(managed_.nbytes()), std::to_string(bytes));
     }
-    UseDevice(device_);
-    Synchronize("cuda.CopyToHost");
-    if (bytes > 0) std::memcpy(dst, managed_.data(), bytes);
+    executor_->CopyOut(dst, managed_.data(), bytes);
   }
   const Tensor& managed() const { return managed_; }
 
  private:
   Tensor managed_;
-  int device_;
+  Executor executor_;
 };
 
-Tensor Wrap(const Tensor& managed, int device) {
-  return Tensor::OnDevice(managed.dtype(), managed.shape(), std::make_shared<ManagedStorage>(managed, device));
+Tensor Wrap(const Tensor& managed, const Executor& executor) {
+  return Tensor::OnDevice(managed.dtype(), managed.shape(), std::make_shared<ManagedStorage>(managed, executor));
 }
 
 Tensor HostView(const Tensor& t, int device, std::string_view what) {
@@ -48,8 +48,8 @@ Tensor HostView(const Tensor& t, int device, std::string_view what) {
 
 class CudaProgram final : public runtime::DeviceProgram {
  public:
-  CudaProgram(runtime::Segment segment, int device, Backend* backend)
-      : segment_(std::move(segment)), device_(device), backend_(backend) {}
+  CudaProgram(runtime::Segment segment, Executor executor, Backend* backend)
+      : segment_(std::move(segment)), executor_(std::move(executor)), device_(executor_->device()), backend_(backend) {}
 
   std::vector<Tensor> Run(std::span<const Tensor> inputs, std::map<std::string, Tensor>& state) override {
     if (inputs.size() != segment_.inputs.size()) {
@@ -57,6 +57,8 @@ class CudaProgram final : public runtime::DeviceProgram {
                            std::to_string(inputs.size()));
     }
     UseDevice(device_);
+    StreamScope stream(*executor_);
+    Synchronize("cuda program inputs");  // their copies in; host glue may read them
     ScopedStorageAllocator managed(&AllocateManaged);
     HostFallbackScope fallback;
     std::map<std::string, Tensor> values;
@@ -89,18 +91,19 @@ class CudaProgram final : public runtime::DeviceProgram {
       runtime::RunLowering(*impl, ctx, in, out);
       for (const std::string& key : impl->state) {
         const auto it = node_state.tensors.find(key);
-        if (it != node_state.tensors.end()) state[node.name + "/" + key] = Wrap(it->second, device_);
+        if (it != node_state.tensors.end()) state[node.name + "/" + key] = Wrap(it->second, executor_);
       }
       for (size_t o = 0; o < node.outputs.size(); ++o) values[node.outputs[o]] = std::move(out[o]);
     }
     Synchronize("cuda program");
     std::vector<Tensor> result;
-    for (const std::string& name : segment_.outputs) result.push_back(Wrap(values.at(name), device_));
+    for (const std::string& name : segment_.outputs) result.push_back(Wrap(values.at(name), executor_));
     return result;
   }
 
  private:
   runtime::Segment segment_;
+  Executor executor_;
   int device_;
   Backend* backend_;
   std::map<std::string, runtime::NodeState> states_;  // scalars persist here; tensors in `state`
@@ -109,7 +112,10 @@ class CudaProgram final : public runtime::DeviceProgram {
 class CudaDevice final : public runtime::GraphDevice {
  public:
   CudaDevice(int device, std::unique_ptr<Backend> host)
-      : device_(device), host_(std::move(host)), backend_(CreateBackend(device, host_.get())) {
+      : device_(device),
+        host_(std::move(host)),
+        backend_(CreateBackend(device, host_.get())),
+        executor_(std::make_shared<ExecutorStream>(device)) {
     std::string why;
     gpu_ = VisibleGpus(&why).at(static_cast<size_t>(device));
   }
@@ -129,7 +135,7 @@ class CudaDevice final : public runtime::GraphDevice {
   }
 
   std::shared_ptr<runtime::DeviceProgram> Compile(const runtime::Segment& segment) override {
-    return std::make_shared<CudaProgram>(segment, device_, backend_.get());
+    return std::make_shared<CudaProgram>(segment, executor_, backend_.get());
   }
 
   Tensor ToDevice(const Tensor& host) override {
@@ -140,8 +146,8 @@ class CudaDevice final : public runtime::GraphDevice {
       ScopedStorageAllocator scope(&AllocateManaged);
       managed = Tensor(host.dtype(), host.shape());
     }
-    if (host.nbytes() > 0) std::memcpy(managed.data(), host.data(), host.nbytes());
-    return Wrap(managed, device_);
+    executor_->CopyIn(managed.data(), host.data(), host.nbytes());
+    return Wrap(managed, executor_);
   }
 
   std::vector<std::pair<std::string, std::string>> Properties() const override {
@@ -152,13 +158,14 @@ class CudaDevice final : public runtime::GraphDevice {
             {"multiprocessors", std::to_string(gpu_.multiprocessors)},
             {"versions", Versions()},
             {"built for", BuiltArchitectures()},
-            {"memory model", "managed (cudaMallocManaged), one stream, synchronous methods"}};
+            {"memory model", "managed (cudaMallocManaged), one stream per executor, pinned staged copies, synchronous methods"}};
   }
 
  private:
   int device_;
   std::unique_ptr<Backend> host_;
   std::unique_ptr<Backend> backend_;
+  Executor executor_;
   Gpu gpu_;
 };
 
