@@ -19,6 +19,7 @@
 #include "backplane/backend/pool_nd.hpp"
 #include "cpu/reference/pool_nd_geometry.hpp"
 #include "cuda/kernels/common.cuh"
+#include "cuda/kernels/exact_math.cuh"
 
 namespace backplane::cuda {
 
@@ -28,25 +29,7 @@ namespace {
 
 // ---- Shared helpers --------------------------------------------------------------------------
 
-__device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ double Sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ double Mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ double Div(double a, double b) { return __ddiv_rn(a, b); }
-
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Element i of a float buffer widened (exactly) to double.
-template <class S>
-__device__ __forceinline__ double LdD(const void* p, int64_t i) {
-  return static_cast<double>(Ld<S>(p, i));
-}
-
-// The reference's Store<double> (Narrow): rounded to the compute type (f32 for f32/f16/bf16),
-// then to the storage format.
-template <class S>
-__device__ __forceinline__ void StD(void* p, int64_t i, double v) {
-  St<S>(p, i, static_cast<Compute<S>>(v));
-}
 
 // The reference's StoreResult: one rounding from double. For f16/bf16 the double is rounded to
 // odd into f32 first (RoundToOddF32), after which the round to nearest even into the narrow format
@@ -66,11 +49,6 @@ __device__ __forceinline__ void StOnce(void* p, int64_t i, double v) {
     }
     St<S>(p, i, f);
   }
-}
-
-void CopyToDevice(void* device, const void* host, size_t bytes) {
-  CheckCuda(static_cast<int>(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, Stream())),
-            "cudaMemcpyAsync");
 }
 
 // Where a kernel writes an output that may alias one of its inputs: the output itself, or (when
@@ -383,7 +361,7 @@ void RunAttention(std::string_view op, AttnParams params, void* o, int64_t outCo
   params.acc = static_cast<double*>(scratch.Get());
   if (!slopes.empty()) {
     auto* deviceSlopes = reinterpret_cast<double*>(static_cast<char*>(scratch.Get()) + accBytes);
-    CopyToDevice(deviceSlopes, slopes.data(), slopes.size() * sizeof(double));
+    CopyAsync(deviceSlopes, slopes.data(), slopes.size() * sizeof(double));
     params.alibi = deviceSlopes;
   }
   const int64_t items = params.numHeads * ((params.seqQ + kAttnRows - 1) / kAttnRows);
@@ -1259,7 +1237,7 @@ Geom Upload(const cpu::ref::pool_nd::Geometry& host, const PoolNdConfig& config,
   }
   scratch.emplace(packed.size() * sizeof(int64_t));
   auto* device = static_cast<int64_t*>(scratch->Get());
-  CopyToDevice(device, packed.data(), packed.size() * sizeof(int64_t));
+  CopyAsync(device, packed.data(), packed.size() * sizeof(int64_t));
   for (int a = 0; a < 3; ++a) {
     g.first[a] = device + offsets[a][0];
     g.pos[a] = device + offsets[a][1];

@@ -20,6 +20,8 @@
 #include "backplane/backend/physics.hpp"
 #include "backplane/convert.hpp"
 #include "cuda/kernels/common.cuh"
+#include "cuda/kernels/exact_math.cuh"
+#include "cuda/kernels/read_back.hpp"
 
 namespace backplane::cuda {
 
@@ -28,17 +30,6 @@ void RegisterPhysicsCausal(KernelTable& table);
 namespace {
 
 // ---- Device arithmetic (no FMA contraction) --------------------------------------------------
-
-__device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ double Sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ double Mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ double Div(double a, double b) { return __ddiv_rn(a, b); }
-
-// Element i of a float buffer widened (exactly) to double.
-template <class S>
-__device__ __forceinline__ double LdD(const void* p, int64_t i) {
-  return static_cast<double>(Ld<S>(p, i));
-}
 
 // common.hpp's RoundToOddF32: double -> float truncated toward zero, last bit set when inexact.
 __device__ __forceinline__ float RoundToOddF32(double value) {
@@ -76,11 +67,6 @@ void CopyToHost(void* host, const void* device, size_t bytes) {
   CheckCuda(static_cast<int>(cudaStreamSynchronize(Stream())), "cudaStreamSynchronize");
 }
 
-void CopyToDevice(void* device, const void* host, size_t bytes) {
-  CheckCuda(static_cast<int>(cudaMemcpyAsync(device, host, bytes, cudaMemcpyDefault, Stream())),
-            "cudaMemcpyAsync");
-}
-
 void CopyOnDevice(void* dst, const void* src, size_t bytes) {
   CheckCuda(static_cast<int>(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, Stream())),
             "cudaMemcpyAsync");
@@ -109,33 +95,7 @@ const void* UnaliasedElementwise(const void* input, const void* output, size_t b
 }
 
 // Element i of a float buffer in device memory, read back and widened to double.
-double ReadValue(const void* data, int64_t i, DType dtype) {
-  const size_t elem = DTypeStorageBytes(dtype, 1);
-  unsigned char bytes[8] = {};
-  CopyToHost(bytes, static_cast<const unsigned char*>(data) + static_cast<size_t>(i) * elem, elem);
-  switch (dtype) {
-    case DType::Float64: {
-      double v;
-      std::memcpy(&v, bytes, sizeof(v));
-      return v;
-    }
-    case DType::Float32: {
-      float v;
-      std::memcpy(&v, bytes, sizeof(v));
-      return static_cast<double>(v);
-    }
-    case DType::Float16: {
-      uint16_t v;
-      std::memcpy(&v, bytes, sizeof(v));
-      return static_cast<double>(F16ToF32(v));
-    }
-    default: {  // BFloat16
-      uint16_t v;
-      std::memcpy(&v, bytes, sizeof(v));
-      return static_cast<double>(BF16ToF32(v));
-    }
-  }
-}
+double ReadValue(const void* data, int64_t i, DType dtype) { return ReadFloatElement("cuda read-back", data, i, dtype); }
 
 // Elements [offset, offset + length) of a float buffer in device memory, widened to double.
 std::vector<double> ReadValues(const void* data, int64_t offset, int64_t length, DType dtype) {
@@ -716,8 +676,8 @@ void Transform(std::string_view op, int sign, const void* realIn, const void* im
       double* cosT = yIm + n;
       double* sinT = cosT + half;
       if (half > 0) {
-        CopyToDevice(cosT, cosTable.data(), half * sizeof(double));
-        CopyToDevice(sinT, sinTable.data(), half * sizeof(double));
+        CopyAsync(cosT, cosTable.data(), half * sizeof(double));
+        CopyAsync(sinT, sinTable.data(), half * sizeof(double));
       }
       FftLoadKernel<S><<<GridFor(n), kThreads, 0, Stream()>>>(realIn, imagIn, xRe, xIm, n);
       Radix2Device(xRe, xIm, yRe, yIm, n, cosT, sinT, sign);
@@ -756,10 +716,10 @@ void Transform(std::string_view op, int sign, const void* realIn, const void* im
     double* wi = wr + n;
     double* cosT = wi + n;
     double* sinT = cosT + half;
-    CopyToDevice(wr, wrHost.data(), nVec * sizeof(double));
-    CopyToDevice(wi, wiHost.data(), nVec * sizeof(double));
-    CopyToDevice(cosT, cosTable.data(), half * sizeof(double));
-    CopyToDevice(sinT, sinTable.data(), half * sizeof(double));
+    CopyAsync(wr, wrHost.data(), nVec * sizeof(double));
+    CopyAsync(wi, wiHost.data(), nVec * sizeof(double));
+    CopyAsync(cosT, cosTable.data(), half * sizeof(double));
+    CopyAsync(sinT, sinTable.data(), half * sizeof(double));
     BluesteinPrepareKernel<S><<<GridFor(m), kThreads, 0, Stream()>>>(realIn, imagIn, wr, wi, ar,
                                                                      ai, br, bi, n, m);
     Radix2Device(ar, ai, fr, fi, m, cosT, sinT, -1);

@@ -19,6 +19,8 @@
 #include "backplane/backend/backend.hpp"
 #include "backplane/convert.hpp"
 #include "cuda/kernels/common.cuh"
+#include "cuda/kernels/exact_math.cuh"
+#include "cuda/kernels/read_back.hpp"
 #include "cuda/kernels/map.cuh"
 
 namespace backplane::cuda {
@@ -28,15 +30,6 @@ void RegisterResearch(KernelTable& table);
 namespace {
 
 // ---- Device arithmetic (no FMA contraction) --------------------------------------------------
-
-__device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ double Sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ double Mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ double Div(double a, double b) { return __ddiv_rn(a, b); }
-__device__ __forceinline__ float Add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ float Sub(float a, float b) { return __fsub_rn(a, b); }
-__device__ __forceinline__ float Mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ float Div(float a, float b) { return __fdiv_rn(a, b); }
 
 __device__ __forceinline__ double Floor(double x) { return floor(x); }
 __device__ __forceinline__ float Floor(float x) { return floorf(x); }
@@ -59,19 +52,6 @@ __device__ __forceinline__ T StdMax(T a, T b) {
 template <class T>
 __device__ __forceinline__ T StdMin(T a, T b) {
   return (b < a) ? b : a;
-}
-
-// Element i of a float buffer widened (exactly) to double.
-template <class S>
-__device__ __forceinline__ double LdD(const void* p, int64_t i) {
-  return static_cast<double>(Ld<S>(p, i));
-}
-
-// The reference's Store<double>: a double rounded to the compute type (f32 for f32/f16/bf16),
-// then to the storage format.
-template <class S>
-__device__ __forceinline__ void StD(void* p, int64_t i, double v) {
-  St<S>(p, i, static_cast<Compute<S>>(v));
 }
 
 // ---- Host helpers ----------------------------------------------------------------------------
@@ -108,36 +88,6 @@ void Copy(void* dst, const void* src, size_t bytes) {
 
 void Fill(void* dst, int byte, size_t bytes) {
   CheckCuda(static_cast<int>(cudaMemsetAsync(dst, byte, bytes, Stream())), "cudaMemsetAsync");
-}
-
-// Element i of a float buffer in device memory, widened to double on the host exactly as the
-// reference's Load<double> (for error messages). Waits for the stream.
-double ReadValue(std::string_view op, const void* data, int64_t i, DType dtype) {
-  const size_t bytes = DTypeStorageBytes(dtype, 1);
-  unsigned char raw[8] = {};
-  Copy(raw, static_cast<const unsigned char*>(data) + static_cast<size_t>(i) * bytes, bytes);
-  FinishMethod(op);
-  switch (dtype) {
-    case DType::Float64: {
-      double v = 0.0;
-      std::memcpy(&v, raw, sizeof(v));
-      return v;
-    }
-    case DType::Float32: {
-      float v = 0.0f;
-      std::memcpy(&v, raw, sizeof(v));
-      return static_cast<double>(v);
-    }
-    case DType::Float16:
-    case DType::BFloat16: {
-      uint16_t v = 0;
-      std::memcpy(&v, raw, sizeof(v));
-      return static_cast<double>(dtype == DType::Float16 ? F16ToF32(v) : BF16ToF32(v));
-    }
-    default:
-      break;
-  }
-  throw Error(ErrorCode::Internal, op, "not a floating storage format");
 }
 
 // Element i of an integer array in device memory. Waits for the stream.
@@ -281,14 +231,14 @@ struct NonNegativeCheck {
 // The reference's ReadFinite failure for element i of `arg`.
 [[noreturn]] void ThrowNotFinite(std::string_view op, std::string_view arg, const void* data,
                                  int64_t i, DType dtype) {
-  const double v = ReadValue(op, data, i, dtype);
+  const double v = ReadFloatElement(op, data, i, dtype);
   ThrowInvalidArgument(op, arg, "finite", Format("{}[{}] = {}", arg, static_cast<size_t>(i), v));
 }
 
 // The active-inference references' ReadNonNegative failure for element i of `arg`.
 [[noreturn]] void ThrowNotNonNegative(std::string_view op, std::string_view arg, const void* data,
                                       int64_t i, DType dtype) {
-  const double v = ReadValue(op, data, i, dtype);
+  const double v = ReadFloatElement(op, data, i, dtype);
   ThrowInvalidArgument(op, arg, "finite and >= 0",
                        Format("{}[{}] = {}", arg, static_cast<size_t>(i), v));
 }
@@ -308,8 +258,8 @@ void CheckEventTimes(std::string_view op, const void* data, int64_t count, DType
   if (bad[0] >= 0) ThrowNotFinite(op, "eventTimes", data, bad[0], dtype);
   if (bad[1] >= 0) {
     const int64_t i = bad[1];
-    const double v = ReadValue(op, data, i, dtype);
-    const double previous = ReadValue(op, data, i - 1, dtype);
+    const double v = ReadFloatElement(op, data, i, dtype);
+    const double previous = ReadFloatElement(op, data, i - 1, dtype);
     ThrowInvalidArgument(op, "eventTimes", "sorted non-decreasing",
                          Format("eventTimes[{}] = {} < eventTimes[{}] = {}", static_cast<size_t>(i),
                                 v, static_cast<size_t>(i - 1), previous));
@@ -317,24 +267,6 @@ void CheckEventTimes(std::string_view op, const void* data, int64_t count, DType
 }
 
 // ---- Block reductions ------------------------------------------------------------------------
-
-// Reduces one value per thread across the block with op.Combine; every thread gets the result.
-// Must be reached by all threads of the block (blockDim.x == kThreads, a power of two).
-template <class Acc, class Op>
-__device__ Acc BlockReduce(Acc value, const Op& op) {
-  __shared__ Acc buffer[kThreads];
-  buffer[threadIdx.x] = value;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if (static_cast<int>(threadIdx.x) < stride) {
-      buffer[threadIdx.x] = op.Combine(buffer[threadIdx.x], buffer[threadIdx.x + stride]);
-    }
-    __syncthreads();
-  }
-  const Acc result = buffer[0];
-  __syncthreads();
-  return result;
-}
 
 // Op: Acc, Identity(), Element(i), Combine(x, y).
 template <class Op>
@@ -558,12 +490,12 @@ void HawkesLogLikelihood(BP_PARAMS_HawkesLogLikelihood) {
     double sumLog = 0.0;
     double sumDecay = 0.0;
     if (eventCount > 0) {
-      const double front = ReadValue(op, eventTimes, 0, dtype);
+      const double front = ReadFloatElement(op, eventTimes, 0, dtype);
       if (front < 0.0) {
         ThrowInvalidArgument(op, "eventTimes", "within [0, totalTime]",
                              Format("eventTimes[0] = {}", front));
       }
-      const double back = ReadValue(op, eventTimes, eventCount - 1, dtype);
+      const double back = ReadFloatElement(op, eventTimes, eventCount - 1, dtype);
       if (back > total) {
         ThrowInvalidArgument(
             op, "eventTimes", Format("within [0, totalTime = {}]", total),
@@ -659,7 +591,7 @@ void MarkovMutualInformation(BP_PARAMS_MarkovMutualInformation) {
     const Slots bad = FirstFailures(op, FiniteNonNegativeCheck<S>{joint}, cells);
     if (bad[0] >= 0) ThrowNotFinite(op, "joint", joint, bad[0], dtype);
     if (bad[1] >= 0) {
-      const double v = ReadValue(op, joint, bad[1], dtype);
+      const double v = ReadFloatElement(op, joint, bad[1], dtype);
       ThrowInvalidArgument(op, "joint", ">= 0 everywhere (a probability table)",
                            Format("joint[{}][{}] = {}", bad[1] / yCount, bad[1] % yCount, v));
     }
@@ -812,7 +744,7 @@ void MarkovBlanketPartition(BP_PARAMS_MarkovBlanketPartition) {
     }
     const Slots bad = FirstFailures(op, FiniteCheck<S>{adjacency}, cells);
     if (bad[0] >= 0) {
-      const double v = ReadValue(op, adjacency, bad[0], dtype);
+      const double v = ReadFloatElement(op, adjacency, bad[0], dtype);
       const auto i = static_cast<size_t>(bad[0]);
       ThrowInvalidArgument(op, "adjacency", "finite",
                            Format("adjacency[{}][{}] = {}", i / n, i % n, v));

@@ -11,56 +11,12 @@
 #include <vector>
 
 #include "cuda/kernels/common.cuh"
+#include "cuda/kernels/exact_math.cuh"
 
 namespace backplane::cuda {
 namespace {
 
 // ---- Shared helpers --------------------------------------------------------------------------
-
-__device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ double Sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ double Mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ double Div(double a, double b) { return __ddiv_rn(a, b); }
-
-// Element i of a float buffer widened (exactly) to double.
-template <class S>
-__device__ __forceinline__ double LdD(const void* p, int64_t i) {
-  return static_cast<double>(Ld<S>(p, i));
-}
-
-// The reference's Store<double>: a double rounded to the compute type (f32 for f32/f16/bf16),
-// then to the storage format.
-template <class S>
-__device__ __forceinline__ void StD(void* p, int64_t i, double v) {
-  St<S>(p, i, static_cast<Compute<S>>(v));
-}
-
-// Reduces one value per thread across the block with op.Combine; every thread gets the result.
-// Must be reached by all threads of the block (blockDim.x == kThreads, a power of two).
-template <class Acc, class Op>
-__device__ Acc BlockReduce(Acc value, const Op& op) {
-  __shared__ Acc buffer[kThreads];
-  buffer[threadIdx.x] = value;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if (static_cast<int>(threadIdx.x) < stride) {
-      buffer[threadIdx.x] = op.Combine(buffer[threadIdx.x], buffer[threadIdx.x + stride]);
-    }
-    __syncthreads();
-  }
-  const Acc result = buffer[0];
-  __syncthreads();  // the buffer may be reused by the next call
-  return result;
-}
-
-struct AddOp {
-  __device__ double Combine(double a, double b) const { return Add(a, b); }
-};
-
-void CopyToHost(void* host, const void* device, size_t bytes) {
-  CheckCuda(static_cast<int>(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDefault, Stream())),
-            "cudaMemcpyAsync");
-}
 
 // One block per row: enough blocks for the GPU, each looping over rows r, r + gridDim.x, ...
 unsigned RowGrid(int64_t rows) {
@@ -106,7 +62,7 @@ double ReduceOnDevice(std::string_view name, const Op& op, const void* a, const 
                                                                                      partials);
   ReduceFinalKernel<Op><<<1, kThreads, 0, Stream()>>>(op, partials, blocks, result);
   double host = 0.0;
-  CopyToHost(&host, result, sizeof(double));
+  CopyAsync(&host, result, sizeof(double));
   scratch.Release();
   FinishMethod(name);
   return host;
@@ -643,7 +599,7 @@ __global__ void FirstBadOffsetKernel(const int32_t* offsets, int64_t bags, int64
 // Reads element `position` of an int32 device array on the host (after the stream's work).
 int32_t ReadInt32(std::string_view op, const int32_t* values, unsigned long long position) {
   int32_t value = 0;
-  CopyToHost(&value, values + position, sizeof(int32_t));
+  CopyAsync(&value, values + position, sizeof(int32_t));
   FinishMethod(op);
   return value;
 }
@@ -658,7 +614,7 @@ void CheckIndicesOnDevice(std::string_view op, const int32_t* indices, int64_t c
             "cudaMemsetAsync");
   FirstBadIndexKernel<<<GridFor(count), kThreads, 0, Stream()>>>(indices, count, vocab, firstBad);
   unsigned long long bad = kNoPosition;
-  CopyToHost(&bad, firstBad, sizeof(bad));
+  CopyAsync(&bad, firstBad, sizeof(bad));
   scratch.Release();
   FinishMethod(op);
   if (bad != kNoPosition) {
@@ -745,7 +701,7 @@ void Bag(const void* table, const int32_t* indices, const int32_t* offsets, void
               "cudaMemsetAsync");
     FirstBadOffsetKernel<<<GridFor(bags), kThreads, 0, Stream()>>>(offsets, bags, count, firstBad);
     unsigned long long bad = kNoPosition;
-    CopyToHost(&bad, firstBad, sizeof(bad));
+    CopyAsync(&bad, firstBad, sizeof(bad));
     scratch.Release();
     FinishMethod(kOp);
     if (bad != kNoPosition) {

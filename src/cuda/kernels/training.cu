@@ -36,6 +36,8 @@
 #include "backplane/convert.hpp"
 #include "backplane/random.hpp"
 #include "cuda/kernels/common.cuh"
+#include "cuda/kernels/exact_math.cuh"
+#include "cuda/kernels/read_back.hpp"
 
 namespace backplane::cuda {
 
@@ -48,46 +50,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr unsigned long long kNoPosition = ~0ULL;
 
 // ---- Shared helpers --------------------------------------------------------------------------
-
-__device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ double Sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ double Mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ double Div(double a, double b) { return __ddiv_rn(a, b); }
-
-// Element i of a float buffer widened (exactly) to double.
-template <class S>
-__device__ __forceinline__ double LdD(const void* p, int64_t i) {
-  return static_cast<double>(Ld<S>(p, i));
-}
-
-// The reference's Store<double>: a double rounded to the compute type (f32 for f32/f16/bf16),
-// then to the storage format.
-template <class S>
-__device__ __forceinline__ void StD(void* p, int64_t i, double v) {
-  St<S>(p, i, static_cast<Compute<S>>(v));
-}
-
-// Reduces one value per thread across the block with op.Combine; every thread gets the result.
-// Must be reached by all threads of the block (blockDim.x == kThreads, a power of two).
-template <class Acc, class Op>
-__device__ Acc BlockReduce(Acc value, const Op& op) {
-  __shared__ Acc buffer[kThreads];
-  buffer[threadIdx.x] = value;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if (static_cast<int>(threadIdx.x) < stride) {
-      buffer[threadIdx.x] = op.Combine(buffer[threadIdx.x], buffer[threadIdx.x + stride]);
-    }
-    __syncthreads();
-  }
-  const Acc result = buffer[0];
-  __syncthreads();  // the buffer may be reused by the next call
-  return result;
-}
-
-struct AddOp {
-  __device__ double Combine(double a, double b) const { return Add(a, b); }
-};
 
 // The row maximum as the reference's scan finds it: a NaN wins (the row's result is NaN), else
 // the largest value. The identity is -Inf (a row of -Inf keeps -Inf, as the scan does).
@@ -156,36 +118,6 @@ unsigned long long FirstBad(std::string_view op, const Pred& bad, int64_t n) {
   return position;
 }
 
-// Element `position` of a float buffer read back and widened to double on the host, exactly as
-// the reference's Load<double> widens it (NaN sign and payload included).
-double ReadWidened(std::string_view op, const void* values, unsigned long long position,
-                   DType dtype) {
-  const size_t bytes = DTypeStorageBytes(dtype, 1);
-  unsigned char raw[8] = {};
-  CopyAsync(raw, static_cast<const char*>(values) + position * bytes, bytes);
-  FinishMethod(op);
-  switch (dtype) {
-    case DType::Float64: {
-      double v = 0.0;
-      std::memcpy(&v, raw, sizeof(v));
-      return v;
-    }
-    case DType::Float32: {
-      float v = 0.0f;
-      std::memcpy(&v, raw, sizeof(v));
-      return static_cast<double>(v);
-    }
-    case DType::Float16:
-    case DType::BFloat16: {
-      uint16_t bits = 0;
-      std::memcpy(&bits, raw, sizeof(bits));
-      return static_cast<double>(dtype == DType::Float16 ? F16ToF32(bits) : BF16ToF32(bits));
-    }
-    default: break;
-  }
-  throw Error(ErrorCode::Internal, op, "not a floating storage format");
-}
-
 int32_t ReadInt32(std::string_view op, const int32_t* values, unsigned long long position) {
   int32_t value = 0;
   CopyAsync(&value, values + position, sizeof(value));
@@ -235,7 +167,7 @@ template <class S>
 void CheckProbabilities(std::string_view op, const void* predictions, int64_t count, DType dtype) {
   const unsigned long long bad = FirstBad(op, OutsideUnit<S>{predictions}, count);
   if (bad == kNoPosition) return;
-  const double p = ReadWidened(op, predictions, bad, dtype);
+  const double p = ReadFloatElement(op, predictions, static_cast<int64_t>(bad), dtype);
   ThrowInvalidArgument(op, "predictions", "in [0, 1]",
                        Format("{} at index {}", p, static_cast<int64_t>(bad)));
 }
@@ -248,9 +180,9 @@ void CheckNonNegativePairs(std::string_view op, const void* predictions, const v
   const unsigned long long bad = FirstBad(op, NegativePair<S>{predictions, targets}, count);
   if (bad == kNoPosition) return;
   const auto i = static_cast<int64_t>(bad);
-  const double p = ReadWidened(op, predictions, bad, dtype);
+  const double p = ReadFloatElement(op, predictions, static_cast<int64_t>(bad), dtype);
   if (p < 0.0) ThrowInvalidArgument(op, "predictions", ">= 0", Format("{} at index {}", p, i));
-  const double t = ReadWidened(op, targets, bad, dtype);
+  const double t = ReadFloatElement(op, targets, static_cast<int64_t>(bad), dtype);
   if (t < 0.0) ThrowInvalidArgument(op, "targets", ">= 0", Format("{} at index {}", t, i));
   throw Error(ErrorCode::Internal, op, "an entry failed its device check but not the host's");
 }
@@ -494,7 +426,7 @@ void BatchNormEvalWith(std::string_view op, const void* in, const void* scale, c
     if (channels > 0) {
       const unsigned long long bad = FirstBad(op, BadVariance<S>{var, eps}, channels);
       if (bad != kNoPosition) {
-        const double v = ReadWidened(op, var, bad, dtype);
+        const double v = ReadFloatElement(op, var, static_cast<int64_t>(bad), dtype);
         // The seed's message spells its constant as "1e-5".
         const std::string bound = eps == kNormEps ? "1e-5" : Format("{}", eps);
         ThrowInvalidArgument(op, "var",
