@@ -5,7 +5,8 @@
 #        unless BUILD_GPU already holds backplane and cuda_tests (e.g. carried from a build host).
 #     2. `backplane info`, the CUDA tests (tests/cuda, nothing skipped when a GPU is visible),
 #        `backplane verify --device cuda --write-docs docs` (docs/verify-cuda.json and the matrices
-#        rebuilt from it), `backplane bench --device cuda` (docs/cuda-bench.md).
+#        rebuilt from it), `backplane bench --device cuda` and SmolLM2 generation on cpu and cuda
+#        when the model is cached (docs/cuda-bench.md).
 #   Part 2, the XLA device through the CUDA PJRT plugin (skipped with GPU_CHECK_XLA=0):
 #     1. Installs the CUDA PJRT plugin (PyPI jax-cuda13-pjrt, version and sha256 pinned) and the
 #        NVIDIA runtime wheels it loads (the list of jax-cuda13-plugin's "with-cuda" extra) with pip
@@ -47,6 +48,20 @@ else
     echo '```'
     echo
     "$build_gpu/backplane" bench --device cuda
+    model=${BACKPLANE_CACHE:-$HOME/.cache/backplane}/models/SmolLM2-135M-Instruct.Q4_1.gguf
+    echo
+    echo "## SmolLM2-135M Q4_1 generation: \`backplane generate -n 128 --ignore-eos --quiet --device D\`"
+    echo
+    if [[ -f "$model" ]]; then
+      echo '```'
+      for device in cpu cuda; do
+        "$build_gpu/backplane" generate -m "$model" -p "Once upon a time, there was a little" -n 128 \
+          --ignore-eos --quiet --device "$device" 2>&1 | tail -1
+      done
+      echo '```'
+    else
+      echo "Not run: $model is not cached here (scripts/fetch-models.sh fetches it)."
+    fi
   } > docs/cuda-bench.md || { echo "gpu-check: bench --device cuda failed"; status=1; }
   echo "gpu-check: CUDA part done in $(( $(date +%s) - start )) s: docs/verify-cuda.json, docs/cuda-bench.md"
 fi

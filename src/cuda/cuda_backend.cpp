@@ -112,6 +112,9 @@ std::unique_ptr<Backend> CreateBackend(int device, Backend* host_fallback) {
 HostFallbackScope::HostFallbackScope() : previous_(fallback_allowed) { fallback_allowed = true; }
 HostFallbackScope::~HostFallbackScope() { fallback_allowed = previous_; }
 
+ManagedTensorScope::ManagedTensorScope(int device) : allocator_(&AllocateManaged) { UseDevice(device); }
+ManagedTensorScope::~ManagedTensorScope() = default;
+
 std::map<std::string, long> HostFallbackCounts() {
   std::lock_guard<std::mutex> lock(CountsMutex());
   return Counts();

@@ -15,6 +15,7 @@
 
 #include "backplane/block_format.hpp"
 #include "backplane/error.hpp"
+#include "backplane/tensor.hpp"
 
 namespace backplane::llm {
 namespace {
@@ -32,13 +33,32 @@ double FloatKeyOr(const gguf::File& file, const std::string& key, double fallbac
   return file.Find(key) == nullptr ? fallback : file.GetFloat(key);
 }
 
+// f32 values in a Tensor, so that they live where Tensor(dtype, shape) allocates on this thread:
+// host memory, or the memory a device installs with a ScopedStorageAllocator (CUDA managed memory
+// for `backplane generate --device cuda`).
+class FloatBuffer {
+ public:
+  // n zeros; the previous contents are dropped.
+  void Zeros(size_t n) { tensor_ = n == 0 ? Tensor() : Tensor(DType::Float32, {static_cast<int64_t>(n)}); }
+  size_t size() const { return tensor_.defined() ? static_cast<size_t>(tensor_.numel()) : 0; }
+  bool empty() const { return size() == 0; }
+  float* data() { return empty() ? nullptr : tensor_.data_as<float>(); }
+  const float* data() const { return empty() ? nullptr : tensor_.data_as<float>(); }
+  float& operator[](size_t i) { return data()[i]; }
+  const float& operator[](size_t i) const { return data()[i]; }
+
+ private:
+  Tensor tensor_;
+};
+
 // A weight matrix [out, in] (or a vector when out == 1) in the file's block format.
 struct Weight {
-  const uint8_t* data = nullptr;
+  const uint8_t* data = nullptr;  // the file's bytes, or `copy`
   BlockFormat format = BlockFormat::F32;
   int64_t out = 0;
   int64_t in = 0;
-  std::vector<float> exact;  // Exact path: the dequantised matrix, transposed to [in, out]
+  FloatBuffer exact;  // Exact path: the dequantised matrix, transposed to [in, out]
+  Tensor copy;        // LlamaOptions::copy_weights: the file's bytes in a Tensor
 };
 
 struct Layer {
@@ -122,10 +142,10 @@ struct LlamaModel::Impl {
   std::vector<Layer> layers;
 
   // KV cache: per layer [context, kv_heads * head_dim] for K and for V.
-  std::vector<float> k_cache, v_cache;
+  FloatBuffer k_cache, v_cache;
   // Scratch for `batch` tokens.
-  std::vector<float> x, h, q, k, v, attn, proj, gate, up, last;
-  std::vector<float> exact_embd;  // Exact path: [vocab, hidden] f32 rows for the lookup
+  FloatBuffer x, h, q, k, v, attn, proj, gate, up, last;
+  FloatBuffer exact_embd;  // Exact path: [vocab, hidden] f32 rows for the lookup
 
   Impl(gguf::File f, Backend& b, LlamaOptions o) : file(std::move(f)), backend(b), options(o) {
     config = LlamaConfig::FromGguf(file);
@@ -139,19 +159,19 @@ struct LlamaModel::Impl {
     }
     LoadWeights();
     const int64_t kv = config.kv_heads * config.head_dim;
-    k_cache.assign(static_cast<size_t>(config.layers * context * kv), 0.0f);
-    v_cache.assign(k_cache.size(), 0.0f);
+    k_cache.Zeros(static_cast<size_t>(config.layers * context * kv));
+    v_cache.Zeros(k_cache.size());
     const auto n = static_cast<size_t>(options.batch);
-    x.resize(n * config.hidden);
-    h.resize(n * config.hidden);
-    q.resize(n * config.hidden);
-    k.resize(n * kv);
-    v.resize(n * kv);
-    attn.resize(n * config.hidden);
-    proj.resize(n * config.hidden);
-    gate.resize(n * config.ffn);
-    up.resize(n * config.ffn);
-    last.resize(config.hidden);
+    x.Zeros(n * config.hidden);
+    h.Zeros(n * config.hidden);
+    q.Zeros(n * config.hidden);
+    k.Zeros(n * kv);
+    v.Zeros(n * kv);
+    attn.Zeros(n * config.hidden);
+    proj.Zeros(n * config.hidden);
+    gate.Zeros(n * config.ffn);
+    up.Zeros(n * config.ffn);
+    last.Zeros(config.hidden);
   }
 
   Weight Load(const std::string& name, int64_t out, int64_t in) {
@@ -167,10 +187,16 @@ struct LlamaModel::Impl {
                          : fmt::format("tensor '{}' must have dims [{}, {}] (ggml order: in, out), got [{}]",
                                        name, in, out, dims));
     }
-    Weight w{file.Data(t), t.format, out, in, {}};
+    Weight w{file.Data(t), t.format, out, in, {}, {}};
+    if (options.copy_weights) {
+      const int64_t bytes = out * BlockBytes(t.format, in, "llm.Llama", "weight " + name);
+      w.copy = Tensor(DType::Int8, {bytes});
+      std::memcpy(w.copy.data(), w.data, static_cast<size_t>(bytes));
+      w.data = static_cast<const uint8_t*>(w.copy.data());
+    }
     if (vector && w.format != BlockFormat::F32) {
       // Norm weights are used as f32 vectors on both paths.
-      w.exact.resize(static_cast<size_t>(in));
+      w.exact.Zeros(static_cast<size_t>(in));
       backend.BlockQuant().Dequantize(w.exact.data(), w.data, in, w.format, DType::Float32);
     }
     return w;
@@ -178,9 +204,10 @@ struct LlamaModel::Impl {
 
   // Exact path: W [out, in] dequantised row by row and transposed to [in, out] for Matmul.
   void MakeExact(Weight& w) {
-    std::vector<float> row(static_cast<size_t>(w.in));
+    FloatBuffer row;
+    row.Zeros(static_cast<size_t>(w.in));
     const int64_t row_bytes = BlockBytes(w.format, w.in, "llm.Llama", "weight row");
-    w.exact.assign(static_cast<size_t>(w.in * w.out), 0.0f);
+    w.exact.Zeros(static_cast<size_t>(w.in * w.out));
     for (int64_t o = 0; o < w.out; ++o) {
       backend.BlockQuant().Dequantize(row.data(), w.data + o * row_bytes, w.in, w.format, DType::Float32);
       for (int64_t i = 0; i < w.in; ++i) w.exact[static_cast<size_t>(i * w.out + o)] = row[static_cast<size_t>(i)];
@@ -212,7 +239,7 @@ struct LlamaModel::Impl {
         for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.wg, &L.wu, &L.wd}) MakeExact(*w);
       }
       MakeExact(output);
-      exact_embd.resize(static_cast<size_t>(c.vocab * c.hidden));
+      exact_embd.Zeros(static_cast<size_t>(c.vocab * c.hidden));
       backend.BlockQuant().Dequantize(exact_embd.data(), token_embd.data, c.vocab * c.hidden, token_embd.format,
                                       DType::Float32);
     }

@@ -289,6 +289,27 @@ TEST(LlamaTiny, DecodeWithTheCacheEqualsAFullRecompute) {
   }
 }
 
+// copy_weights (used where the backend cannot read the file mapping) changes where the weight
+// bytes live, not the result: the logits are bit for bit those of the mapped weights.
+TEST(LlamaTiny, CopiedWeightsGiveTheMappedWeightsLogits) {
+  const std::string path = TinyModel::Write("backplane_tiny_llama_copy.gguf", TinyModel::Writer());
+  auto backend = cpu::CreateBackend();
+  const std::vector<int32_t> tokens{3, 17, 5, 39, 0, 22, 8};
+  for (const WeightPath weights : {WeightPath::Exact, WeightPath::Quantized}) {
+    std::vector<std::vector<float>> logits;
+    for (const bool copy : {false, true}) {
+      LlamaOptions o;
+      o.context = 16;
+      o.path = weights;
+      o.copy_weights = copy;
+      LlamaModel m(gguf::File::Open(path), *backend, o);
+      logits.emplace_back(tokens.size() * static_cast<size_t>(m.config().vocab));
+      m.Forward(tokens, logits.back().data(), /*all_logits=*/true);
+    }
+    EXPECT_EQ(logits[0], logits[1]) << (weights == WeightPath::Exact ? "exact" : "quantised");
+  }
+}
+
 TEST(LlamaTiny, BadTokenIdAndEmptyInputAreRefused) {
   const std::string path = TinyModel::Write("backplane_tiny_llama_ids.gguf", TinyModel::Writer());
   auto backend = cpu::CreateBackend();

@@ -13,12 +13,17 @@
 #include "backplane/atomic_file.hpp"
 #include "backplane/cpu/cpu_backend.hpp"
 #include "backplane/cpu/threads.hpp"
+#ifdef BACKPLANE_HAVE_CUDA
+#include "backplane/cuda/cuda_backend.hpp"
+#endif
+#include "backplane/device.hpp"
 #include "backplane/error.hpp"
 #include "backplane/gguf.hpp"
 #include "backplane/llm/llama.hpp"
 #include "backplane/llm/perplexity.hpp"
 #include "backplane/llm/sampler.hpp"
 #include "backplane/llm/tokenizer.hpp"
+#include "backplane/tensor.hpp"
 #include "commands.hpp"
 
 namespace backplane::cli {
@@ -47,20 +52,38 @@ void AddModelOptions(CLI::App* cmd, ModelOptions& o) {
 }
 
 struct Loaded {
+  std::unique_ptr<Backend> host;  // the CPU backend (the CUDA backend's fallback)
   std::unique_ptr<Backend> backend;
+#ifdef BACKPLANE_HAVE_CUDA
+  std::unique_ptr<cuda::ManagedTensorScope> managed;  // --device cuda: the model's Tensors in managed memory
+#endif
   std::unique_ptr<llm::LlamaModel> model;
   std::unique_ptr<llm::Tokenizer> tokenizer;
   double seconds = 0;
 };
 
-Loaded Load(const ModelOptions& o) {
+// `device`: the CPU, or a CUDA GPU (generate only: the perplexity driver keeps host buffers).
+Loaded Load(const ModelOptions& o, Device device = Device{}) {
   if (o.threads > 0) cpu::SetNumThreads(o.threads);
   const auto start = Clock::now();
   Loaded l;
-  l.backend = cpu::CreateBackend();
+  l.host = cpu::CreateBackend();
+  llm::LlamaOptions options;
+  if (device.kind == DeviceKind::Cuda) {
+#ifdef BACKPLANE_HAVE_CUDA
+    l.backend = cuda::CreateBackend(device.index, l.host.get());
+    l.managed = std::make_unique<cuda::ManagedTensorScope>(device.index);
+    options.copy_weights = true;  // the GPU cannot read the file mapping
+#else
+    throw Error(ErrorCode::DeviceUnavailable, "backplane generate", "--device cuda: this build has no CUDA backend");
+#endif
+  } else if (device.kind == DeviceKind::Cpu) {
+    l.backend = cpu::CreateBackend();
+  } else {
+    ThrowInvalidArgument("backplane generate", "--device", "cpu or cuda[:N]", DeviceName(device));
+  }
   gguf::File file = gguf::File::Open(o.model);
   l.tokenizer = std::make_unique<llm::Tokenizer>(llm::Tokenizer::FromGguf(file));
-  llm::LlamaOptions options;
   options.context = o.ctx;
   options.path = o.exact ? llm::WeightPath::Exact : llm::WeightPath::Quantized;
   const int64_t train = llm::LlamaConfig::FromGguf(file).train_context;
@@ -83,13 +106,15 @@ struct GenerateOptions {
   bool ignore_eos = false;
   std::string ids_json;  // write prompt/generated ids here
   bool quiet = false;
+  std::string device = "cpu";
 };
 
 void RunGenerate(const GenerateOptions& o) {
   if (o.prompt.empty() == o.chat.empty()) {
     ThrowInvalidArgument("backplane generate", "--prompt/--chat", "exactly one of them", "both or neither");
   }
-  Loaded l = Load(o.model);
+  const Device device = ParseDevice(o.device);
+  Loaded l = Load(o.model, device);
   llm::LlamaModel& model = *l.model;
   const llm::Tokenizer& tok = *l.tokenizer;
   std::vector<int32_t> prompt;
@@ -110,7 +135,8 @@ void RunGenerate(const GenerateOptions& o) {
   llm::Sampler sampler(*l.backend, o.sampler);
   sampler.Remember(prompt);
   const int64_t vocab = model.config().vocab;
-  std::vector<float> logits(static_cast<size_t>(vocab));
+  Tensor logits_tensor(DType::Float32, {vocab});  // where the backend can write it (managed memory on CUDA)
+  float* logits = logits_tensor.data_as<float>();
 
   if (!o.quiet) {
     const std::string text = tok.Decode(prompt);
@@ -118,14 +144,14 @@ void RunGenerate(const GenerateOptions& o) {
     std::fflush(stdout);
   }
   auto start = Clock::now();
-  model.Forward(prompt, logits.data());
+  model.Forward(prompt, logits);
   const double prompt_seconds = Seconds(start);
 
   std::vector<int32_t> generated;
   start = Clock::now();
   const int64_t budget = std::min(o.n, model.context() - model.position());
   for (int64_t i = 0; i < budget; ++i) {
-    const int32_t token = sampler.Sample(logits.data(), vocab);
+    const int32_t token = sampler.Sample(logits, vocab);
     generated.push_back(token);
     if (!o.ignore_eos && tok.IsEndOfGeneration(token)) break;
     if (!o.quiet) {
@@ -133,7 +159,7 @@ void RunGenerate(const GenerateOptions& o) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     }
-    if (i + 1 < budget) model.Forward(std::span<const int32_t>(&token, 1), logits.data());
+    if (i + 1 < budget) model.Forward(std::span<const int32_t>(&token, 1), logits);
   }
   const double gen_seconds = Seconds(start);
   if (!o.quiet) std::fputc('\n', stdout);
@@ -141,9 +167,9 @@ void RunGenerate(const GenerateOptions& o) {
   const auto steps = static_cast<double>(generated.size());
   std::fprintf(stderr,
                "\nload %.2f s | prompt %zu tokens, %.1f tokens/s | generation %zu tokens, %.1f tokens/s | "
-               "%s path, %d thread(s), ctx %lld\n",
+               "%s path, %s, %d thread(s), ctx %lld\n",
                l.seconds, prompt.size(), static_cast<double>(prompt.size()) / prompt_seconds, generated.size(),
-               steps / gen_seconds, o.model.exact ? "exact f32" : "quantised", cpu::NumThreads(),
+               steps / gen_seconds, o.model.exact ? "exact f32" : "quantised", DeviceName(device).c_str(), cpu::NumThreads(),
                static_cast<long long>(model.context()));
   if (!o.ids_json.empty()) {
     nlohmann::json j{{"prompt", prompt}, {"generated", generated}};
@@ -201,6 +227,7 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-generation tokens");
   cmd->add_option("--ids-json", o->ids_json, "Write the prompt and generated token ids to this JSON file");
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the text (timings only)");
+  cmd->add_option("--device", o->device, "cpu (default) or cuda[:N]: the device the forward pass and the sampler run on");
   cmd->callback([o] { RunGenerate(*o); });
 
   auto p = std::make_shared<PerplexityCliOptions>();

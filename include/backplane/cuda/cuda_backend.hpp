@@ -10,6 +10,7 @@
 
 #include "backplane/backend/backend.hpp"
 #include "backplane/catalog/catalog.hpp"
+#include "backplane/tensor.hpp"
 
 namespace backplane::cuda {
 
@@ -33,6 +34,21 @@ class HostFallbackScope {
  private:
   bool previous_;
 };
+// While open on a thread: the Tensors it allocates live in CUDA managed memory of `device`
+// (addressable by the host and by the CUDA Backend's kernels), and the host fallback is allowed.
+// For host code that drives the CUDA Backend on its own Tensors (backplane generate --device cuda).
+class ManagedTensorScope {
+ public:
+  explicit ManagedTensorScope(int device);
+  ~ManagedTensorScope();
+  ManagedTensorScope(const ManagedTensorScope&) = delete;
+  ManagedTensorScope& operator=(const ManagedTensorScope&) = delete;
+
+ private:
+  ScopedStorageAllocator allocator_;
+  HostFallbackScope fallback_;
+};
+
 // "Surface.Method" -> how often it ran on the host fallback in this process.
 std::map<std::string, long> HostFallbackCounts();
 

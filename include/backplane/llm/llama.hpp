@@ -42,6 +42,9 @@ struct LlamaOptions {
   int64_t context = 2048;  // KV cache length; 0 means the model's training context
   WeightPath path = WeightPath::Quantized;
   int64_t batch = 512;     // prompt tokens per forward call (bounds the scratch buffers)
+  // Copy the weights out of the file mapping into Tensors at load, so that they live where the
+  // thread's Tensors are allocated (a device whose Backend cannot read the mapping).
+  bool copy_weights = false;
 };
 
 class LlamaModel {
