@@ -162,7 +162,7 @@ void ExecutorStream::CopyIn(void* device_dst, const void* host_src, size_t bytes
     // The buffer's previous DMA must have read it before it is refilled.
     CheckCuda(cudaEventSynchronize(staged_[b]), "cudaEventSynchronize");
     std::memcpy(staging_[b], src + done, n);
-    CheckCuda(cudaMemcpyAsync(dst + done, staging_[b], n, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    CheckCuda(cudaMemcpyAsync(dst + done, staging_[b], n, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
     CheckCuda(cudaEventRecord(staged_[b], stream_), "cudaEventRecord");
   }
 }
@@ -175,7 +175,7 @@ void ExecutorStream::CopyOut(void* host_dst, const void* device_src, size_t byte
   auto queue = [&](size_t k) {
     const size_t b = k % 2;
     const size_t n = bytes - k * kChunk < kChunk ? bytes - k * kChunk : kChunk;
-    CheckCuda(cudaMemcpyAsync(staging_[b], src + k * kChunk, n, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+    CheckCuda(cudaMemcpyAsync(staging_[b], src + k * kChunk, n, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
     CheckCuda(cudaEventRecord(staged_[b], stream_), "cudaEventRecord");
   };
   if (chunks > 0) queue(0);

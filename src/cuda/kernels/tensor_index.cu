@@ -115,6 +115,21 @@ void RadixSortPairs(const K* keysIn, K* keysOut, const V* valuesIn, V* valuesOut
   temp.Release();  // stream-ordered: freed after the sort
 }
 
+// Two key and two id buffers of n 8-byte entries each (256-byte aligned), for a sort that
+// ping-pongs between them.
+struct SortBuffers {
+  explicit SortBuffers(int64_t n) : stride((static_cast<size_t>(n) * 8 + 255) / 256 * 256), scratch(4 * stride) {
+    for (size_t b = 0; b < 2; ++b) {
+      keys[b] = scratch.At<unsigned long long>(b * stride);
+      ids[b] = scratch.At<long long>((2 + b) * stride);
+    }
+  }
+  size_t stride;
+  DeviceScratch scratch;
+  unsigned long long* keys[2] = {nullptr, nullptr};
+  long long* ids[2] = {nullptr, nullptr};
+};
+
 constexpr unsigned long long kNoPosition = ~0ULL;
 
 // ---- x86 SSE arithmetic (NaN propagation as the reference's host code) ---------------------------
@@ -683,15 +698,9 @@ void TopK(const TopKConfig& config, const void* in, void* values, int64_t* indic
   if (outCount == 0) return;
   const int64_t n = inCount;  // > 0: k > 0 and k <= axis
   const int64_t columns = outer * inner;
-  const auto bytes = static_cast<size_t>(n) * 8;
-  ScratchLayout layout;
-  const size_t keysA = layout.Add(bytes), keysB = layout.Add(bytes);
-  const size_t idsA = layout.Add(bytes), idsB = layout.Add(bytes);
-  DeviceScratch scratch(layout.Size());
-  auto* kA = scratch.At<unsigned long long>(keysA);
-  auto* kB = scratch.At<unsigned long long>(keysB);
-  auto* iA = scratch.At<long long>(idsA);
-  auto* iB = scratch.At<long long>(idsB);
+  SortBuffers sort(n);
+  auto *kA = sort.keys[0], *kB = sort.keys[1];
+  auto *iA = sort.ids[0], *iB = sort.ids[1];
   ByElem(dtype, [&](auto e) {
     using E = decltype(e);
     TopKKeysKernel<E><<<GridFor(n), kThreads, 0, Stream()>>>(in, axis, inner, n, kA, iA);
@@ -709,7 +718,7 @@ void TopK(const TopKConfig& config, const void* in, void* values, int64_t* indic
     TopKWriteKernel<E><<<GridFor(outCount), kThreads, 0, Stream()>>>(in, ordered, values, indices, axis, inner, k,
                                                                     outCount);
   });
-  scratch.Release();
+  sort.scratch.Release();
   FinishMethod(kOp);
 }
 
@@ -834,19 +843,13 @@ __global__ void ScatterRunsKernel(ScatterReduction r, const unsigned long long* 
 template <class E, class Targets>
 void ScatterSorted(ScatterReduction r, const Targets& targets, int64_t n, int64_t total, const void* updates,
                    void* out) {
-  const auto bytes = static_cast<size_t>(n) * 8;
-  ScratchLayout layout;
-  const size_t keysA = layout.Add(bytes), keysB = layout.Add(bytes);
-  const size_t idsA = layout.Add(bytes), idsB = layout.Add(bytes);
-  DeviceScratch scratch(layout.Size());
-  auto* kA = scratch.At<unsigned long long>(keysA);
-  auto* kB = scratch.At<unsigned long long>(keysB);
-  auto* iA = scratch.At<long long>(idsA);
-  auto* iB = scratch.At<long long>(idsB);
+  SortBuffers sort(n);
+  auto *kA = sort.keys[0], *kB = sort.keys[1];
+  auto *iA = sort.ids[0], *iB = sort.ids[1];
   ScatterKeysKernel<Targets><<<GridFor(n), kThreads, 0, Stream()>>>(targets, n, kA, iA);
   RadixSortPairs<false>(kA, kB, iA, iB, n, BitWidth(static_cast<uint64_t>(total - 1)));
   ScatterRunsKernel<E><<<GridFor(n), kThreads, 0, Stream()>>>(r, kB, iB, n, updates, out);
-  scratch.Release();
+  sort.scratch.Release();
 }
 
 void ScatterElements(const ScatterConfig& config, const void* data, const int64_t* indices, const void* updates,
