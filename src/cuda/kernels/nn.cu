@@ -18,6 +18,8 @@
 #include "backplane/backend/pool.hpp"
 #include "backplane/backend/pool_nd.hpp"
 #include "cpu/reference/pool_nd_geometry.hpp"
+#include "checks/convolution.hpp"
+#include "checks/pool.hpp"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/exact_math.cuh"
 
@@ -525,150 +527,14 @@ void MultiHeadAttention(const MultiHeadAttentionConfig& config, const void* q, c
 // Convolution
 // =================================================================================================
 
-// a * b, or InvalidArgument naming `arg` when the product does not fit in int64.
-int64_t MulOrThrow(std::string_view op, std::string_view arg, int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_mul_overflow(a, b, &result)) {
-    ThrowInvalidArgument(op, arg, "small enough for its sizes to fit in int64",
-                         Format("{} * {}", a, b));
-  }
-  return result;
-}
-
-// a + b, or InvalidArgument naming `arg` when the sum does not fit in int64.
-int64_t AddOrThrow(std::string_view op, std::string_view arg, int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_add_overflow(a, b, &result)) {
-    ThrowInvalidArgument(op, arg, "small enough for its sizes to fit in int64",
-                         Format("{} + {}", a, b));
-  }
-  return result;
-}
-
 namespace conv {
 
-// One spatial axis of a convolution and the argument names that describe it.
-struct Axis {
-  int64_t in, kernel, out, stride, padding, dilation;
-  std::string_view inName, kernelName, outName, strideName, paddingName, dilationName;
-};
-
-void CheckAxisConfig(std::string_view op, const Axis& a) {
-  CheckPositive(op, a.strideName, a.stride);
-  CheckNonNegative(op, a.paddingName, a.padding);
-  CheckPositive(op, a.dilationName, a.dilation);
-}
-
-int64_t DilatedSpan(std::string_view op, const Axis& a) {
-  return MulOrThrow(op, a.kernelName, a.dilation, a.kernel - 1);
-}
-
-void CheckForwardExtent(std::string_view op, const Axis& a) {
-  int64_t expected = 0;
-  if (a.in > 0) {
-    const int64_t twoPad = MulOrThrow(op, a.paddingName, 2, a.padding);
-    const int64_t padded = AddOrThrow(op, a.paddingName, a.in, twoPad);
-    const int64_t span = DilatedSpan(op, a);
-    if (padded <= span) {
-      ThrowShapeMismatch(op, a.inName,
-                         Format("> {} ({}*({} - 1) - 2*{})", span - twoPad, a.dilationName,
-                                a.kernelName, a.paddingName),
-                         std::to_string(a.in));
-    }
-    expected = (padded - span - 1) / a.stride + 1;
-  }
-  if (a.out != expected) {
-    ThrowShapeMismatch(op, a.outName,
-                       Format("{} (from {}, {} and the config)", expected, a.inName, a.kernelName),
-                       std::to_string(a.out));
-  }
-}
-
-void CheckTransposedExtent(std::string_view op, const Axis& a) {
-  if (a.in == 0) {
-    if (a.out != 0) {
-      ThrowShapeMismatch(op, a.outName, Format("0 (from {} = 0)", a.inName),
-                         std::to_string(a.out));
-    }
-    return;
-  }
-  const int64_t grown = MulOrThrow(op, a.strideName, a.in - 1, a.stride);
-  const int64_t shrink = MulOrThrow(op, a.paddingName, 2, a.padding);
-  const int64_t base = AddOrThrow(op, a.kernelName, AddOrThrow(op, a.kernelName, grown - shrink, 1),
-                                  DilatedSpan(op, a));
-  const int64_t extra = std::max(a.stride, a.dilation) - 1;  // largest output_padding
-  const int64_t highest = AddOrThrow(op, a.outName, base, extra);
-  if (a.out < std::max<int64_t>(base, 1) || a.out > highest) {
-    ThrowShapeMismatch(op, a.outName,
-                       Format("{} + output_padding with 0 <= output_padding <= {}, and >= 1 "
-                              "(({} - 1)*{} - 2*{} + {}*({} - 1) + 1)",
-                              base, extra, a.inName, a.strideName, a.paddingName, a.dilationName,
-                              a.kernelName),
-                       std::to_string(a.out));
-  }
-}
-
-template <size_t R>
-int64_t Volume(std::string_view op, std::string_view arg, const std::array<Axis, R>& axes,
-               int64_t Axis::*member) {
-  int64_t volume = 1;
-  for (const Axis& a : axes) volume = MulOrThrow(op, arg, volume, a.*member);
-  return volume;
-}
-
-struct Plan {
-  int64_t inCount = 0, weightCount = 0, outCount = 0;
-  int64_t inVolume = 0, kernelVolume = 0, outVolume = 0;
-};
-
-// The reference's Validate: dtype, non-negative sizes, config, kernel > 0, output extents,
-// element counts, pointers. Bias may be null at any size.
-template <size_t R>
-Plan Validate(std::string_view op, bool transposed, const std::array<Axis, R>& axes, const void* in,
-              const void* weight, const void* out, int64_t batch, int64_t inChannels,
-              int64_t outChannels, DType dtype) {
-  CheckDType(op, "dtype", dtype, kFloatDTypes);
-  CheckNonNegative(op, "batch", batch);
-  CheckNonNegative(op, "inChannels", inChannels);
-  for (const Axis& a : axes) CheckNonNegative(op, a.inName, a.in);
-  CheckNonNegative(op, "outChannels", outChannels);
-  for (const Axis& a : axes) CheckNonNegative(op, a.kernelName, a.kernel);
-  for (const Axis& a : axes) CheckNonNegative(op, a.outName, a.out);
-  for (const Axis& a : axes) CheckAxisConfig(op, a);
-  for (const Axis& a : axes) CheckPositive(op, a.kernelName, a.kernel);
-  for (const Axis& a : axes) {
-    if (transposed) {
-      CheckTransposedExtent(op, a);
-    } else {
-      CheckForwardExtent(op, a);
-    }
-  }
-  Plan p;
-  p.inVolume = Volume(op, "in", axes, &Axis::in);
-  p.kernelVolume = Volume(op, "weight", axes, &Axis::kernel);
-  p.outVolume = Volume(op, "out", axes, &Axis::out);
-  p.inCount = MulOrThrow(op, "in", MulOrThrow(op, "in", batch, inChannels), p.inVolume);
-  p.weightCount =
-      MulOrThrow(op, "weight", MulOrThrow(op, "weight", outChannels, inChannels), p.kernelVolume);
-  p.outCount = MulOrThrow(op, "out", MulOrThrow(op, "out", batch, outChannels), p.outVolume);
-  CheckPointer(op, "in", in, p.inCount);
-  CheckPointer(op, "weight", weight, p.weightCount);
-  CheckPointer(op, "out", out, p.outCount);
-  return p;
-}
-
-Axis AxisL(const Conv1DConfig& c, int64_t inL, int64_t kernelL, int64_t outL) {
-  return {inL,   kernelL,   outL,   c.Stride,        c.Padding,        c.Dilation,
-          "inL", "kernelL", "outL", "config.Stride", "config.Padding", "config.Dilation"};
-}
-
-std::array<Axis, 2> AxesHW(const Conv2DConfig& c, int64_t inH, int64_t inW, int64_t kernelH,
-                           int64_t kernelW, int64_t outH, int64_t outW) {
-  return {{{inH, kernelH, outH, c.StrideH, c.PaddingH, c.DilationH, "inH", "kernelH", "outH",
-            "config.StrideH", "config.PaddingH", "config.DilationH"},
-           {inW, kernelW, outW, c.StrideW, c.PaddingW, c.DilationW, "inW", "kernelW", "outW",
-            "config.StrideW", "config.PaddingW", "config.DilationW"}}};
-}
+using checks::convolution::AxesDHW;
+using checks::convolution::AxesHW;
+using checks::convolution::Axis;
+using checks::convolution::AxisL;
+using checks::convolution::Plan;
+using checks::convolution::Validate;
 
 // The geometry of one call on three spatial axes (d, h, w); a rank-r call gets 3 - r leading
 // axes of size 1 with a one-tap kernel, stride 1, no padding and dilation 1, which changes neither
@@ -846,15 +712,7 @@ void Conv3D(const Conv3DConfig& config, const void* in, const void* weight, cons
             int64_t outChannels, int64_t kernelD, int64_t kernelH, int64_t kernelW, int64_t outD,
             int64_t outH, int64_t outW, DType dtype) {
   constexpr std::string_view kOp = "Convolution.Conv3D";
-  const Conv3DConfig& c = config;
-  const std::array<conv::Axis, 3> axes = {{
-      {inD, kernelD, outD, c.StrideD, c.PaddingD, c.DilationD, "inD", "kernelD", "outD",
-       "config.StrideD", "config.PaddingD", "config.DilationD"},
-      {inH, kernelH, outH, c.StrideH, c.PaddingH, c.DilationH, "inH", "kernelH", "outH",
-       "config.StrideH", "config.PaddingH", "config.DilationH"},
-      {inW, kernelW, outW, c.StrideW, c.PaddingW, c.DilationW, "inW", "kernelW", "outW",
-       "config.StrideW", "config.PaddingW", "config.DilationW"},
-  }};
+  const auto axes = conv::AxesDHW(config, inD, inH, inW, kernelD, kernelH, kernelW, outD, outH, outW);
   const conv::Plan p =
       conv::Validate(kOp, false, axes, in, weight, out, batch, inChannels, outChannels, dtype);
   conv::Run(kOp, false, conv::MakeGeom(axes, p, batch, inChannels, outChannels), p, in, weight,
@@ -880,110 +738,12 @@ void ConvTranspose2D(const Conv2DConfig& config, const void* in, const void* wei
 
 namespace pool {
 
-struct Axis {
-  int64_t in, out, kernel, stride, padding;
-};
-struct AxisNames {
-  std::string_view in, out, kernel, stride, padding;
-};
-constexpr AxisNames kRowNames{"inH", "outH", "config.KernelH", "config.StrideH", "config.PaddingH"};
-constexpr AxisNames kColNames{"inW", "outW", "config.KernelW", "config.StrideW", "config.PaddingW"};
-
-Axis Rows(const PoolConfig& c, int64_t inH, int64_t outH) {
-  return {inH, outH, c.KernelH, c.StrideH, c.PaddingH};
-}
-Axis Cols(const PoolConfig& c, int64_t inW, int64_t outW) {
-  return {inW, outW, c.KernelW, c.StrideW, c.PaddingW};
-}
-
-void CheckWindowConfig(std::string_view op, const Axis& a, const AxisNames& n) {
-  CheckPositive(op, n.kernel, a.kernel);
-  CheckPositive(op, n.stride, a.stride);
-  CheckNonNegative(op, n.padding, a.padding);
-  if (a.padding > a.kernel / 2) {
-    ThrowInvalidArgument(op, n.padding, Format("<= {} (half of {})", a.kernel / 2, n.kernel),
-                         std::to_string(a.padding));
-  }
-}
-
-void CheckExtent(std::string_view op, const Axis& a, const AxisNames& n) {
-  int64_t expected = 0;
-  if (a.in > 0) {
-    const int64_t padded = AddOrThrow(op, n.in, a.in, 2 * a.padding);  // 2p <= kernel: no overflow
-    if (padded < a.kernel) {
-      ThrowShapeMismatch(op, n.in,
-                         Format(">= {} ({} - 2*{})", a.kernel - 2 * a.padding, n.kernel, n.padding),
-                         std::to_string(a.in));
-    }
-    expected = (padded - a.kernel) / a.stride + 1;
-  }
-  if (a.out != expected) {
-    ThrowShapeMismatch(op, n.out, Format("{} (from {} and the config)", expected, n.in),
-                       std::to_string(a.out));
-  }
-}
-
-struct Plan {
-  int64_t planes = 0;
-  int64_t inH = 0, inW = 0, outH = 0, outW = 0;
-  int64_t inCount = 0, outCount = 0;
-};
-
-Plan CheckBuffers(std::string_view op, const void* in, const void* out, int64_t batch,
-                  int64_t channels, int64_t inH, int64_t inW, int64_t outH, int64_t outW) {
-  Plan p;
-  p.planes = MulOrThrow(op, "channels", batch, channels);
-  p.inH = inH;
-  p.inW = inW;
-  p.outH = outH;
-  p.outW = outW;
-  p.inCount = MulOrThrow(op, "in", MulOrThrow(op, "in", p.planes, inH), inW);
-  p.outCount = MulOrThrow(op, "out", MulOrThrow(op, "out", p.planes, outH), outW);
-  CheckPointer(op, "in", in, p.inCount);
-  CheckPointer(op, "out", out, p.outCount);
-  return p;
-}
-
-void CheckSizes(std::string_view op, int64_t batch, int64_t channels, int64_t inH, int64_t inW,
-                int64_t outH, int64_t outW) {
-  CheckNonNegative(op, "batch", batch);
-  CheckNonNegative(op, "channels", channels);
-  CheckNonNegative(op, "inH", inH);
-  CheckNonNegative(op, "inW", inW);
-  CheckNonNegative(op, "outH", outH);
-  CheckNonNegative(op, "outW", outW);
-}
-
-Plan ValidateFixed(std::string_view op, const PoolConfig& config, const void* in, const void* out,
-                   int64_t batch, int64_t channels, int64_t inH, int64_t inW, int64_t outH,
-                   int64_t outW, DType dtype) {
-  CheckDType(op, "dtype", dtype, kFloatDTypes);
-  CheckSizes(op, batch, channels, inH, inW, outH, outW);
-  const Axis rows = Rows(config, inH, outH);
-  const Axis cols = Cols(config, inW, outW);
-  CheckWindowConfig(op, rows, kRowNames);
-  CheckWindowConfig(op, cols, kColNames);
-  CheckExtent(op, rows, kRowNames);
-  CheckExtent(op, cols, kColNames);
-  return CheckBuffers(op, in, out, batch, channels, inH, inW, outH, outW);
-}
-
-Plan ValidateAdaptive(std::string_view op, const void* in, const void* out, int64_t batch,
-                      int64_t channels, int64_t inH, int64_t inW, int64_t outH, int64_t outW,
-                      DType dtype) {
-  CheckDType(op, "dtype", dtype, kFloatDTypes);
-  CheckSizes(op, batch, channels, inH, inW, outH, outW);
-  if (batch > 0 && channels > 0) {
-    const std::string_view why = "> 0 (batch * channels > 0)";
-    if (inH == 0) ThrowInvalidArgument(op, "inH", why, "0");
-    if (inW == 0) ThrowInvalidArgument(op, "inW", why, "0");
-    if (outH == 0) ThrowInvalidArgument(op, "outH", why, "0");
-    if (outW == 0) ThrowInvalidArgument(op, "outW", why, "0");
-    MulOrThrow(op, "outH", outH, AddOrThrow(op, "inH", inH, 1));
-    MulOrThrow(op, "outW", outW, AddOrThrow(op, "inW", inW, 1));
-  }
-  return CheckBuffers(op, in, out, batch, channels, inH, inW, outH, outW);
-}
+using checks::pool::Axis;
+using checks::pool::Cols;
+using checks::pool::Plan;
+using checks::pool::Rows;
+using checks::pool::ValidateAdaptive;
+using checks::pool::ValidateFixed;
 
 // The windows of one call: fixed (kernel, stride, padding per axis) or adaptive.
 struct Geom {

@@ -1346,7 +1346,9 @@ __global__ void ALiBiKernel(const void* scores, void* out, typename E::Value m, 
     const int64_t k = i - q * seqK;
     const int64_t p = q + (seqK - seqQ);
     const V s = Get<E>(scores, i);
-    Put<E>(out, i, k <= p ? Fma(-m, ToCompute(p - k, V{}), s) : s);
+    // -m and p - k are finite: a NaN result comes only from a NaN s, which x86's fma returns
+    // quieted (the GPU's fma would give its canonical NaN instead).
+    Put<E>(out, i, k <= p ? (isnan(s) ? Quiet(s) : Fma(-m, ToCompute(p - k, V{}), s)) : s);
   }
 }
 
