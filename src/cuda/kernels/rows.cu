@@ -422,11 +422,18 @@ void LogSumExp(const void* src, void* dst, int64_t rows, int64_t cols, DType dty
   CheckPointer(kOp, "src", src, total);
   CheckPointer(kOp, "dst", dst, rows);
   if (rows == 0) return;
+  // dst overlapping src: the rows are read from a copy, so no block reads what another wrote.
+  const size_t srcBytes = DTypeStorageBytes(dtype, total);
+  const bool staged = Overlaps(dst, DTypeStorageBytes(dtype, rows), src, srcBytes);
+  DeviceScratch copy(staged ? srcBytes : 0);
+  if (staged) CopyAsync(copy.Get(), src, srcBytes);
+  const void* from = staged ? copy.Get() : src;
   ByFloatDType(kOp, dtype, [&](auto storage) {
     using S = decltype(storage);
-    LogSumExpKernel<S><<<RowGrid(rows), kThreads, 0, Stream()>>>(src, dst, rows, cols);
+    LogSumExpKernel<S><<<RowGrid(rows), kThreads, 0, Stream()>>>(from, dst, rows, cols);
   });
   FinishMethod(kOp);
+  copy.Release();
 }
 
 template <class S>
