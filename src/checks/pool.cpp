@@ -1,4 +1,5 @@
 #include "checks/pool.hpp"
+#include "checks/overflow.hpp"
 
 #include <fmt/format.h>
 
@@ -8,26 +9,6 @@
 
 namespace backplane::checks::pool {
 namespace {
-
-// a * b, or InvalidArgument naming `arg` when the product does not fit in int64.
-int64_t MulOrThrow(std::string_view op, std::string_view arg, int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_mul_overflow(a, b, &result)) {
-    ThrowInvalidArgument(op, arg, "small enough for its sizes to fit in int64",
-                         fmt::format("{} * {}", a, b));
-  }
-  return result;
-}
-
-// a + b, or InvalidArgument naming `arg` when the sum does not fit in int64.
-int64_t AddOrThrow(std::string_view op, std::string_view arg, int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_add_overflow(a, b, &result)) {
-    ThrowInvalidArgument(op, arg, "small enough for its sizes to fit in int64",
-                         fmt::format("{} + {}", a, b));
-  }
-  return result;
-}
 
 // The argument names of one axis.
 struct AxisNames {

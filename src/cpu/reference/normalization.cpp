@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "checks/overflow.hpp"
 #include "cpu/reference/common.hpp"
 #include "cpu/reference/reference.hpp"
 
@@ -21,17 +22,9 @@ namespace backplane::cpu::ref {
 namespace normalization {
 namespace {
 
-constexpr double kEps = 1e-5;
+using checks::MulOrThrow;
 
-// a * b, or InvalidArgument naming `arg` when the product does not fit in int64.
-int64_t MulOrThrow(std::string_view op, std::string_view arg, int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_mul_overflow(a, b, &result)) {
-    ThrowInvalidArgument(op, arg, "small enough for its sizes to fit in int64",
-                         fmt::format("{} * {}", a, b));
-  }
-  return result;
-}
+constexpr double kEps = 1e-5;
 
 // The checks every method starts with: dtype, then non-negative sizes.
 void CheckSizes(std::string_view op, int64_t batch, int64_t channels, int64_t spatial,

@@ -35,6 +35,7 @@
 #include "backplane/backend/normalization.hpp"
 #include "backplane/convert.hpp"
 #include "backplane/random.hpp"
+#include "checks/overflow.hpp"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/exact_math.cuh"
 #include "cuda/kernels/read_back.hpp"
@@ -44,6 +45,8 @@ namespace backplane::cuda {
 void RegisterTraining(KernelTable& table);
 
 namespace {
+
+using checks::MulOrThrow;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -253,15 +256,6 @@ struct ArrayTerm {
 // ---- Normalization (and the MathExt eps variants) ------------------------------------------------
 
 constexpr double kNormEps = 1e-5;
-
-int64_t MulOrThrow(std::string_view op, std::string_view arg, int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_mul_overflow(a, b, &result)) {
-    ThrowInvalidArgument(op, arg, "small enough for its sizes to fit in int64",
-                         Format("{} * {}", a, b));
-  }
-  return result;
-}
 
 void CheckNormSizes(std::string_view op, int64_t batch, int64_t channels, int64_t spatial,
                     DType dtype) {
