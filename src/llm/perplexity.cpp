@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backplane/error.hpp"
+#include "backplane/tensor.hpp"
 
 namespace backplane::llm {
 
@@ -31,7 +32,9 @@ PerplexityResult Perplexity(LlamaModel& model, const Tokenizer& tokenizer, std::
   }
   const int64_t vocab = model.config().vocab;
   const int64_t first = n_ctx / 2;
-  std::vector<float> logits(static_cast<size_t>(n_ctx * vocab));
+  // A Tensor, so that it lives where the model's backend can write it (managed memory on CUDA).
+  Tensor logits_tensor(DType::Float32, {n_ctx * vocab});
+  float* logits = logits_tensor.data_as<float>();
   std::vector<int32_t> chunk(static_cast<size_t>(n_ctx));
   double nll_sum = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -40,9 +43,9 @@ PerplexityResult Perplexity(LlamaModel& model, const Tokenizer& tokenizer, std::
     chunk.assign(begin, begin + n_ctx);
     if (add_bos) chunk[0] = tokenizer.bos();
     model.Reset();
-    model.Forward(chunk, logits.data(), /*all_logits=*/true);
+    model.Forward(chunk, logits, /*all_logits=*/true);
     for (int64_t j = first; j < n_ctx - 1; ++j) {
-      const float* row = logits.data() + j * vocab;
+      const float* row = logits + j * vocab;
       double peak = row[0];
       for (int64_t v = 1; v < vocab; ++v) peak = std::max(peak, static_cast<double>(row[v]));
       double sum = 0;

@@ -38,6 +38,7 @@ struct ModelOptions {
   int threads = 0;
   int64_t ctx = 2048;
   bool exact = false;
+  std::string device = "cpu";
 };
 
 void AddModelOptions(CLI::App* cmd, ModelOptions& o) {
@@ -46,6 +47,7 @@ void AddModelOptions(CLI::App* cmd, ModelOptions& o) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--ctx,-c", o.ctx, "KV cache length in tokens (0: the model's training context)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("--device", o.device, "cpu (default) or cuda[:N]: the device the forward pass runs on");
   cmd->add_flag("--exact", o.exact,
                 "Dequantise every weight to f32 at load and compute in f32 (the reference path); "
                 "default: products on the file's quantised blocks");
@@ -62,8 +64,8 @@ struct Loaded {
   double seconds = 0;
 };
 
-// `device`: the CPU, or a CUDA GPU (generate only: the perplexity driver keeps host buffers).
-Loaded Load(const ModelOptions& o, Device device = Device{}) {
+Loaded Load(const ModelOptions& o) {
+  const Device device = ParseDevice(o.device);
   if (o.threads > 0) cpu::SetNumThreads(o.threads);
   const auto start = Clock::now();
   Loaded l;
@@ -75,12 +77,12 @@ Loaded Load(const ModelOptions& o, Device device = Device{}) {
     l.managed = std::make_unique<cuda::ManagedTensorScope>(device.index);
     options.copy_weights = true;  // the GPU cannot read the file mapping
 #else
-    throw Error(ErrorCode::DeviceUnavailable, "backplane generate", "--device cuda: this build has no CUDA backend");
+    throw Error(ErrorCode::DeviceUnavailable, "backplane generate/perplexity", "--device cuda: this build has no CUDA backend");
 #endif
   } else if (device.kind == DeviceKind::Cpu) {
     l.backend = cpu::CreateBackend();
   } else {
-    ThrowInvalidArgument("backplane generate", "--device", "cpu or cuda[:N]", DeviceName(device));
+    ThrowInvalidArgument("backplane generate/perplexity", "--device", "cpu or cuda[:N]", DeviceName(device));
   }
   gguf::File file = gguf::File::Open(o.model);
   l.tokenizer = std::make_unique<llm::Tokenizer>(llm::Tokenizer::FromGguf(file));
@@ -106,15 +108,13 @@ struct GenerateOptions {
   bool ignore_eos = false;
   std::string ids_json;  // write prompt/generated ids here
   bool quiet = false;
-  std::string device = "cpu";
 };
 
 void RunGenerate(const GenerateOptions& o) {
   if (o.prompt.empty() == o.chat.empty()) {
     ThrowInvalidArgument("backplane generate", "--prompt/--chat", "exactly one of them", "both or neither");
   }
-  const Device device = ParseDevice(o.device);
-  Loaded l = Load(o.model, device);
+  Loaded l = Load(o.model);
   llm::LlamaModel& model = *l.model;
   const llm::Tokenizer& tok = *l.tokenizer;
   std::vector<int32_t> prompt;
@@ -169,7 +169,7 @@ void RunGenerate(const GenerateOptions& o) {
                "\nload %.2f s | prompt %zu tokens, %.1f tokens/s | generation %zu tokens, %.1f tokens/s | "
                "%s path, %s, %d thread(s), ctx %lld\n",
                l.seconds, prompt.size(), static_cast<double>(prompt.size()) / prompt_seconds, generated.size(),
-               steps / gen_seconds, o.model.exact ? "exact f32" : "quantised", DeviceName(device).c_str(), cpu::NumThreads(),
+               steps / gen_seconds, o.model.exact ? "exact f32" : "quantised", DeviceName(ParseDevice(o.model.device)).c_str(), cpu::NumThreads(),
                static_cast<long long>(model.context()));
   if (!o.ids_json.empty()) {
     nlohmann::json j{{"prompt", prompt}, {"generated", generated}};
@@ -227,7 +227,6 @@ void AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-generation tokens");
   cmd->add_option("--ids-json", o->ids_json, "Write the prompt and generated token ids to this JSON file");
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the text (timings only)");
-  cmd->add_option("--device", o->device, "cpu (default) or cuda[:N]: the device the forward pass and the sampler run on");
   cmd->callback([o] { RunGenerate(*o); });
 
   auto p = std::make_shared<PerplexityCliOptions>();
