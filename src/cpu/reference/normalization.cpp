@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "checks/overflow.hpp"
+#include "checks/normalization.hpp"
 #include "cpu/reference/common.hpp"
 #include "cpu/reference/reference.hpp"
 
@@ -22,35 +22,11 @@ namespace backplane::cpu::ref {
 namespace normalization {
 namespace {
 
-using checks::MulOrThrow;
-
 constexpr double kEps = 1e-5;
 
-// The checks every method starts with: dtype, then non-negative sizes.
-void CheckSizes(std::string_view op, int64_t batch, int64_t channels, int64_t spatial,
-                DType dtype) {
-  CheckDType(op, "dtype", dtype, kFloatDTypes);
-  CheckNonNegative(op, "batch", batch);
-  CheckNonNegative(op, "channels", channels);
-  CheckNonNegative(op, "spatial", spatial);
-}
-
-// The element count of `in` and `out`, after checking both pointers. scale and bias may be null
-// (no affine step), so they are not checked.
-int64_t CheckBuffers(std::string_view op, const void* in, const void* out, int64_t batch,
-                     int64_t channels, int64_t spatial) {
-  const int64_t count = MulOrThrow(op, "in", MulOrThrow(op, "in", batch, channels), spatial);
-  CheckPointer(op, "in", in, count);
-  CheckPointer(op, "out", out, count);
-  return count;
-}
-
-// eps must be finite and >= 0 (the seed methods' 1e-5 always is).
-void CheckEps(std::string_view op, double eps) {
-  if (!(std::isfinite(eps) && eps >= 0.0)) {
-    ThrowInvalidArgument(op, "eps", "finite and >= 0", fmt::format("{}", eps));
-  }
-}
+using checks::normalization::CheckBuffers;
+using checks::normalization::CheckEps;
+using checks::normalization::CheckSizes;
 
 // The optional per-channel affine parameters, widened; empty when the pointer is null.
 std::vector<double> Optional(const void* values, int64_t channels, DType dtype) {

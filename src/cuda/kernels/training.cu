@@ -35,7 +35,7 @@
 #include "backplane/backend/normalization.hpp"
 #include "backplane/convert.hpp"
 #include "backplane/random.hpp"
-#include "checks/overflow.hpp"
+#include "checks/normalization.hpp"
 #include "cuda/kernels/common.cuh"
 #include "cuda/kernels/exact_math.cuh"
 #include "cuda/kernels/read_back.hpp"
@@ -46,7 +46,6 @@ void RegisterTraining(KernelTable& table);
 
 namespace {
 
-using checks::MulOrThrow;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -257,27 +256,9 @@ struct ArrayTerm {
 
 constexpr double kNormEps = 1e-5;
 
-void CheckNormSizes(std::string_view op, int64_t batch, int64_t channels, int64_t spatial,
-                    DType dtype) {
-  CheckDType(op, "dtype", dtype, kFloatDTypes);
-  CheckNonNegative(op, "batch", batch);
-  CheckNonNegative(op, "channels", channels);
-  CheckNonNegative(op, "spatial", spatial);
-}
-
-int64_t CheckNormBuffers(std::string_view op, const void* in, const void* out, int64_t batch,
-                         int64_t channels, int64_t spatial) {
-  const int64_t count = MulOrThrow(op, "in", MulOrThrow(op, "in", batch, channels), spatial);
-  CheckPointer(op, "in", in, count);
-  CheckPointer(op, "out", out, count);
-  return count;
-}
-
-void CheckNormEps(std::string_view op, double eps) {
-  if (!(std::isfinite(eps) && eps >= 0.0)) {
-    ThrowInvalidArgument(op, "eps", "finite and >= 0", Format("{}", eps));
-  }
-}
+using checks::normalization::CheckBuffers;
+using checks::normalization::CheckEps;
+using checks::normalization::CheckSizes;
 
 // y = xhat [* scale[c]] [+ bias[c]], each step skipped when its parameter is null.
 template <class S>
@@ -345,14 +326,14 @@ void NormalizeBlocks(std::string_view op, const void* in, const void* scale, con
 void GroupNormWith(std::string_view op, const GroupNormConfig& config, const void* in,
                    const void* scale, const void* bias, void* out, int64_t batch, int64_t channels,
                    int64_t spatial, double eps, DType dtype) {
-  CheckNormSizes(op, batch, channels, spatial, dtype);
+  CheckSizes(op, batch, channels, spatial, dtype);
   CheckPositive(op, "config.Groups", config.Groups);
   if (channels % config.Groups != 0) {
     ThrowInvalidArgument(op, "config.Groups", Format("a divisor of channels ({})", channels),
                          std::to_string(config.Groups));
   }
-  const int64_t count = CheckNormBuffers(op, in, out, batch, channels, spatial);
-  CheckNormEps(op, eps);
+  const int64_t count = CheckBuffers(op, in, out, batch, channels, spatial);
+  CheckEps(op, eps);
   const int64_t blockSize = channels / config.Groups * spatial;
   if (blockSize == 0 || count == 0) return;  // nothing to normalise: `out` has no elements
   NormalizeBlocks(op, in, scale, bias, out, count, blockSize, channels, spatial, eps, dtype);
@@ -374,9 +355,9 @@ void GroupNormEps(const GroupNormConfig& config, const void* in, const void* sca
 void InstanceNormWith(std::string_view op, const void* in, const void* scale, const void* bias,
                       void* out, int64_t batch, int64_t channels, int64_t spatial, double eps,
                       DType dtype) {
-  CheckNormSizes(op, batch, channels, spatial, dtype);
-  const int64_t count = CheckNormBuffers(op, in, out, batch, channels, spatial);
-  CheckNormEps(op, eps);
+  CheckSizes(op, batch, channels, spatial, dtype);
+  const int64_t count = CheckBuffers(op, in, out, batch, channels, spatial);
+  CheckEps(op, eps);
   if (count == 0) return;
   NormalizeBlocks(op, in, scale, bias, out, count, spatial, channels, spatial, eps, dtype);
 }
@@ -409,11 +390,11 @@ __global__ void BatchNormEvalKernel(const void* in, const void* scale, const voi
 void BatchNormEvalWith(std::string_view op, const void* in, const void* scale, const void* bias,
                        const void* mean, const void* var, void* out, int64_t batch,
                        int64_t channels, int64_t spatial, double eps, DType dtype) {
-  CheckNormSizes(op, batch, channels, spatial, dtype);
-  const int64_t count = CheckNormBuffers(op, in, out, batch, channels, spatial);
+  CheckSizes(op, batch, channels, spatial, dtype);
+  const int64_t count = CheckBuffers(op, in, out, batch, channels, spatial);
   CheckPointer(op, "mean", mean, channels);
   CheckPointer(op, "var", var, channels);
-  CheckNormEps(op, eps);
+  CheckEps(op, eps);
   ByFloatDType(op, dtype, [&](auto storage) {
     using S = decltype(storage);
     // The values of var, for every channel, also when the batch is empty.
