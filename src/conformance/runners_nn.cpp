@@ -519,8 +519,17 @@ Measure RunConv2D(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       {1, 9, 33, {A{20, 1, 1, 0, 1}, A{21, 1, 1, 0, 1}}, true},
       {1, 5, 7, {A{12, 4, 3, 2, 1}, A{13, 4, 3, 2, 1}}, true},
       // Long rows: the forward im2col is built in chunks of output rows.
-      {1, 32, 1, {A{2, 5, 1, 2, 1}, A{1400, 5, 1, 2, 1}}, true}};
-  if (!Quick(c)) cases.push_back({2, 32, 32, {A{28, 3, 1, 1, 1}, A{28, 3, 1, 1, 1}}, true});
+      {1, 32, 1, {A{2, 5, 1, 2, 1}, A{1400, 5, 1, 2, 1}}, true},
+      // Stride 1 (the direct tiles): more channels than one k block, output channels not a
+      // multiple of the 6-row tile, dilation, padding wider than the kernel's reach.
+      {1, 100, 7, {A{6, 3, 1, 1, 1}, A{9, 3, 1, 1, 1}}, true},
+      {2, 5, 13, {A{7, 3, 1, 3, 2}, A{33, 2, 1, 0, 1}}, false},
+      {1, 3, 8, {A{4, 3, 1, 2, 1}, A{3, 1, 1, 1, 1}}, true}};
+  if (!Quick(c)) {
+    cases.push_back({2, 32, 32, {A{28, 3, 1, 1, 1}, A{28, 3, 1, 1, 1}}, true});
+    // One image spread over the threads by rows.
+    cases.push_back({1, 64, 20, {A{30, 3, 1, 1, 1}, A{30, 3, 1, 1, 1}}, true});
+  }
   RunConvCases<2>(ref, fast, c, transposed, cases, m);
   ConvErrors<2>(ref, fast, c, transposed, m);
   return m;
@@ -533,7 +542,8 @@ Measure RunConv3D(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       {1, 1, 1, {A{3, 3, 1, 0, 1}, A{3, 3, 1, 0, 1}, A{3, 3, 1, 0, 1}}, false},
       {2, 3, 4, {A{5, 3, 1, 1, 1}, A{6, 3, 1, 1, 1}, A{7, 3, 1, 1, 1}}, true},
       {1, 2, 3, {A{6, 2, 2, 1, 1}, A{7, 3, 2, 1, 1}, A{9, 3, 1, 0, 2}}, true},
-      {1, 8, 9, {A{4, 1, 1, 0, 1}, A{5, 3, 1, 1, 1}, A{17, 3, 1, 1, 1}}, true}};
+      {1, 8, 9, {A{4, 1, 1, 0, 1}, A{5, 3, 1, 1, 1}, A{17, 3, 1, 1, 1}}, true},
+      {1, 30, 7, {A{4, 3, 1, 1, 1}, A{5, 3, 1, 1, 2}, A{6, 2, 1, 0, 1}}, true}};
   if (!Quick(c))
     cases.push_back({2, 16, 16, {A{8, 3, 1, 1, 1}, A{12, 3, 1, 1, 1}, A{12, 3, 1, 1, 1}}, true});
   RunConvCases<3>(ref, fast, c, false, cases, m);

@@ -1,7 +1,9 @@
-// Fast kernels for the Convolution surface: Conv1D, Conv2D, Conv3D (im2col + GEMM) and
-// ConvTranspose2D (GEMM + col2im), NCL / NCHW / NCDHW.
+// Fast kernels for the Convolution surface: Conv1D, Conv2D, Conv3D and ConvTranspose2D (GEMM +
+// col2im), NCL / NCHW / NCDHW.
 //
-// Forward: per image, the columns col[ci, k...][o...] hold the input tap each output reads (0 where
+// Forward with every stride 1 (and a kernel other than 1x1 unpadded): the direct register tiles
+// of convolution_direct.hpp over a zero-padded copy of each image, no im2col. 1x1 unpadded: one
+// GEMM on the image itself. Other strides: per image, the columns col[ci, k...][o...] hold the input tap each output reads (0 where
 // the tap falls in the padding), then out[n] = W[Cout, Cin*k...] * col + bias on the own packed
 // f32 GEMM (BLAS with BACKPLANE_GEMM=openblas; f16 and bf16 widened to f32 and narrowed once with
 // round-to-nearest-even) or cblas_dgemm for f64. The padding zeros take part in the products, so where a weight is
@@ -55,6 +57,7 @@ HWY_AFTER_NAMESPACE();
 
 #include "backplane/cpu/gemm_path.hpp"
 #include "backplane/cpu/threads.hpp"
+#include "cpu/kernels/convolution_direct.hpp"
 #include "cpu/kernels/own_gemm.hpp"
 #include "cpu/kernels/serial_blas.hpp"
 #include "cpu/kernels/simd.hpp"
@@ -327,6 +330,99 @@ void ExactBorder(const Axes& ax, const T* x, const T* w, const T* bias, int64_t 
   }
 }
 
+// Stride-1 forward convolution on the direct tiles (convolution_direct.hpp): the padded image
+// geometry, tap offsets and the weights packed into 6-channel panels, built once per call.
+template <class T>
+struct DirectPlan {
+  DirectConvShape shape;
+  std::vector<size_t> offsets;
+  hwy::AlignedFreeUniquePtr<T[]> packed;
+  std::array<int64_t, 3> padded{};  // Dp, Hp, Wp
+  int64_t channelPitch = 0, paddedCount = 0;
+
+  // False where the padded image would be much larger than the image (huge padding or dilation):
+  // those stay on im2col.
+  bool Build(const Axes& ax, const Plan& p, const T* w, int64_t inC, int64_t outC) {
+    int64_t pitch = 1;
+    for (size_t r = 0; r < 3; ++r) {
+      int64_t twoPad = 0;
+      if (!MulOk(2, ax[r].padding, &twoPad) || !AddOk(ax[r].in, twoPad, &padded[r]) ||
+          !MulOk(pitch, padded[r], &pitch)) {
+        return false;
+      }
+    }
+    channelPitch = pitch;
+    if (!MulOk(inC, channelPitch, &paddedCount) || paddedCount > 4 * inC * p.inV + (int64_t{1} << 16)) return false;
+    const Axis &D = ax[0], &H = ax[1], &W = ax[2];
+    const int64_t Hp = padded[1], Wp = padded[2], K = inC * p.kV;
+    offsets.resize(static_cast<size_t>(K));
+    size_t k = 0;
+    for (int64_t ci = 0; ci < inC; ++ci)
+      for (int64_t kd = 0; kd < D.kernel; ++kd)
+        for (int64_t kh = 0; kh < H.kernel; ++kh)
+          for (int64_t kw = 0; kw < W.kernel; ++kw) {
+            offsets[k++] = static_cast<size_t>(ci * channelPitch + (kd * D.dilation * Hp + kh * H.dilation) * Wp +
+                                               kw * W.dilation);
+          }
+    const size_t tiles = (static_cast<size_t>(outC) + kDirectConvTileRows - 1) / kDirectConvTileRows;
+    packed = hwy::AllocateAligned<T>(tiles * static_cast<size_t>(K) * kDirectConvTileRows);
+    for (size_t t = 0; t < tiles; ++t) {
+      for (size_t kk = 0; kk < static_cast<size_t>(K); ++kk) {
+        for (size_t r = 0; r < kDirectConvTileRows; ++r) {
+          const size_t co = t * kDirectConvTileRows + r;
+          packed[(t * static_cast<size_t>(K) + kk) * kDirectConvTileRows + r] =
+              co < static_cast<size_t>(outC) ? w[co * static_cast<size_t>(K) + kk] : T(0);
+        }
+      }
+    }
+    // K blocks of whole channels whose rows for one tile (32 lanes nominal) fill about 32 KiB.
+    const int64_t bytesPerChannel =
+        D.kernel * H.kernel * (32 + (W.kernel - 1) * W.dilation) * static_cast<int64_t>(sizeof(T));
+    const int64_t blockChannels = std::clamp<int64_t>((32 << 10) / std::max<int64_t>(bytesPerChannel, 1), 1,
+                                                      std::max<int64_t>(inC, 1));
+    shape = DirectConvShape{.outC = static_cast<size_t>(outC),
+                            .K = static_cast<size_t>(K),
+                            .offsets = offsets.data(),
+                            .kBlock = static_cast<size_t>(blockChannels * p.kV),
+                            .rowPitch = static_cast<size_t>(Wp),
+                            .planePitch = static_cast<size_t>(Hp * Wp),
+                            .outH = static_cast<size_t>(H.out),
+                            .outW = static_cast<size_t>(W.out),
+                            .outV = static_cast<size_t>(p.outV)};
+    return true;
+  }
+
+  // A zero-filled padded image, slack included.
+  std::vector<T> Buffer() const {
+    return std::vector<T>(static_cast<size_t>(paddedCount) + kDirectConvSlack, T(0));
+  }
+
+  // Copies image x [inC][inV] into the interior of buf (its borders stay zero).
+  void Fill(const Axes& ax, const T* x, int64_t inC, T* buf) const {
+    const Axis &D = ax[0], &H = ax[1], &W = ax[2];
+    const int64_t Hp = padded[1], Wp = padded[2];
+    for (int64_t ci = 0; ci < inC; ++ci) {
+      for (int64_t id = 0; id < D.in; ++id) {
+        for (int64_t ih = 0; ih < H.in; ++ih) {
+          const T* src = x + ((ci * D.in + id) * H.in + ih) * W.in;
+          T* dst = buf + ci * channelPitch + ((id + D.padding) * Hp + ih + H.padding) * Wp + W.padding;
+          std::memcpy(dst, src, static_cast<size_t>(W.in) * sizeof(T));
+        }
+      }
+    }
+  }
+
+  void Rows(const T* buf, const T* bias, T* y, int64_t od, int64_t oh0, int64_t oh1) const {
+    if constexpr (std::is_same_v<T, float>) {
+      DirectConvRowsF32(shape, buf, packed.get(), bias, y, static_cast<size_t>(od), static_cast<size_t>(oh0),
+                        static_cast<size_t>(oh1));
+    } else {
+      DirectConvRowsF64(shape, buf, packed.get(), bias, y, static_cast<size_t>(od), static_cast<size_t>(oh0),
+                        static_cast<size_t>(oh1));
+    }
+  }
+};
+
 template <class T>
 void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* weight,
                   const void* bias, void* out, int64_t batch, int64_t inC, int64_t outC,
@@ -370,8 +466,14 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
   const double work =
       static_cast<double>(batch) * static_cast<double>(perImageOut) * static_cast<double>(K);
   const bool imagesInParallel = batch > 1 && work >= 1e7 && NumThreads() > 1;
+  const bool strideOne = std::all_of(ax.begin(), ax.end(), [](const Axis& a) { return a.stride == 1; });
+  DirectPlan<T> directPlan;
+  const bool directTiles = !pointwise && strideOne && K > 0 && directPlan.Build(ax, p, w.data, inC, outC);
+  // Output rows per parallel task when one image is spread over the threads.
+  const int64_t rowsPerTask = std::max<int64_t>(1, ax[1].out * ax[0].out / (8 * std::max(NumThreads(), 1)));
   auto image = [&](int64_t n0, int64_t n1) {
-    std::vector<T> col(pointwise ? 0 : static_cast<size_t>(K * chunkRows * outW));
+    std::vector<T> padded(directTiles ? directPlan.Buffer() : std::vector<T>{});
+    std::vector<T> col(pointwise || directTiles ? 0 : static_cast<size_t>(K * chunkRows * outW));
     std::vector<T> ytmp(direct ? 0 : static_cast<size_t>(perImageOut));
     Widened<T> xw;
     for (int64_t n = n0; n < n1; ++n) {
@@ -384,6 +486,24 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
         x = xw.data;
       }
       T* y = direct ? static_cast<T*>(dst) + n * perImageOut : ytmp.data();
+      if (directTiles) {
+        directPlan.Fill(ax, x, inC, padded.data());
+        const int64_t tasksPerPlane = (ax[1].out + rowsPerTask - 1) / rowsPerTask;
+        auto rows = [&](int64_t t0, int64_t t1) {
+          for (int64_t t = t0; t < t1; ++t) {
+            const int64_t od = t / tasksPerPlane, oh0 = t % tasksPerPlane * rowsPerTask;
+            directPlan.Rows(padded.data(), b.data, y, od, oh0, std::min(ax[1].out, oh0 + rowsPerTask));
+          }
+        };
+        if (imagesInParallel || NumThreads() == 1 || work < 1e7) {
+          rows(0, ax[0].out * tasksPerPlane);
+        } else {
+          ParallelFor(ax[0].out * tasksPerPlane, 1, rows);
+        }
+        for (int64_t co : badChannels) ExactBorder<T>(ax, x, w.data, b.data, inC, co, y);
+        if (!direct) StoreOut<T>(y, dst, n * perImageOut, perImageOut, dtype);
+        continue;
+      }
       for (int64_t co = 0; co < outC; ++co) {
         FillRow<T>(y + co * p.outV, static_cast<size_t>(p.outV), b.data ? b.data[co] : T(0));
       }
