@@ -11,6 +11,7 @@
 
 #include "backplane/bench.hpp"
 #include "backplane/convert.hpp"
+#include "backplane/cpu/conv_path.hpp"
 #include "backplane/cpu/gemm_path.hpp"
 #include "backplane/cpu/threads.hpp"
 #include "backplane/random.hpp"
@@ -57,6 +58,33 @@ Workload MatmulOpenBlasPath(int64_t n) {
       cpu::SetGemmPath(cpu::GemmPath::OpenBlas);
       call();
       cpu::SetGemmPath(saved);
+    });
+  };
+  return w;
+}
+
+// Conv2D 3x3, 64 -> 64 channels, 56x56, batch 8: on the default path (Winograd) or the direct
+// tiles (BACKPLANE_CONV=direct). FLOPs are the direct sum's, so both rows compare as time.
+Workload Conv2D3x3(bool directPath) {
+  Workload w{"convolution.conv2d", "Convolution", "batch 8, 64->64, 56x56, 3x3, pad 1",
+             4.0 * (8.0 * 64 * 56 * 56 * 2 + 64 * 64 * 9), 2.0 * 8 * 64 * 64 * 56 * 56 * 9, "fma", [](Backend& b) {
+               auto x = Random(8 * 64 * 56 * 56, 1), wt = Random(64 * 64 * 9, 2, -0.1f, 0.1f), bias = Random(64, 3);
+               auto y = std::make_shared<std::vector<float>>(8 * 64 * 56 * 56);
+               Conv2DConfig cfg;
+               cfg.PaddingH = cfg.PaddingW = 1;
+               return std::function<void()>([&b, cfg, x, wt, bias, y] {
+                 b.Convolution().Conv2D(cfg, x->data(), wt->data(), bias->data(), y->data(), 8, 64, 56, 56, 64, 3, 3,
+                                        56, 56, DType::Float32);
+               });
+             }};
+  if (!directPath) return w;
+  w.shape += " direct path";
+  w.setup = [conv = w.setup](Backend& b) {
+    return std::function<void()>([call = conv(b)] {
+      const cpu::ConvPath saved = cpu::CurrentConvPath();
+      cpu::SetConvPath(cpu::ConvPath::Direct);
+      call();
+      cpu::SetConvPath(saved);
     });
   };
   return w;
@@ -282,17 +310,8 @@ std::vector<Workload> Workloads() {
       for (bool flash : {false, true}) w.push_back(AttentionLowering(seq, kv, flash));
     }
   }
-  w.push_back({"convolution.conv2d", "Convolution", "batch 8, 64->64, 56x56, 3x3, pad 1",
-               4.0 * (8.0 * 64 * 56 * 56 * 2 + 64 * 64 * 9), 2.0 * 8 * 64 * 64 * 56 * 56 * 9, "fma", [](Backend& b) {
-                 auto x = Random(8 * 64 * 56 * 56, 1), wt = Random(64 * 64 * 9, 2, -0.1f, 0.1f), bias = Random(64, 3);
-                 auto y = std::make_shared<std::vector<float>>(8 * 64 * 56 * 56);
-                 Conv2DConfig cfg;
-                 cfg.PaddingH = cfg.PaddingW = 1;
-                 return std::function<void()>([&b, cfg, x, wt, bias, y] {
-                   b.Convolution().Conv2D(cfg, x->data(), wt->data(), bias->data(), y->data(), 8, 64, 56, 56, 64, 3, 3, 56,
-                                          56, DType::Float32);
-                 });
-               }});
+  w.push_back(Conv2D3x3(false));
+  w.push_back(Conv2D3x3(true));
   w.push_back({"pooling.max_pool2d", "Pool", "batch 8, 64 ch, 112x112, 3x3/2",
                4.0 * (8.0 * 64 * 112 * 112 + 8.0 * 64 * 55 * 55), 0, "triad", [](Backend& b) {
                  auto x = Random(8 * 64 * 112 * 112, 1);

@@ -524,7 +524,11 @@ Measure RunConv2D(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       // multiple of the 6-row tile, dilation, padding wider than the kernel's reach.
       {1, 100, 7, {A{6, 3, 1, 1, 1}, A{9, 3, 1, 1, 1}}, true},
       {2, 5, 13, {A{7, 3, 1, 3, 2}, A{33, 2, 1, 0, 1}}, false},
-      {1, 3, 8, {A{4, 3, 1, 2, 1}, A{3, 1, 1, 1, 1}}, true}};
+      {1, 3, 8, {A{4, 3, 1, 2, 1}, A{3, 1, 1, 1, 1}}, true},
+      // 3x3 stride 1 with 16+ channels each way (Winograd F(2x2, 3x3) on plain inputs): odd
+      // output rows, odd output columns, no padding.
+      {1, 16, 16, {A{9, 3, 1, 1, 1}, A{30, 3, 1, 1, 1}}, true},
+      {2, 17, 20, {A{8, 3, 1, 0, 1}, A{25, 3, 1, 0, 1}}, false}};
   if (!Quick(c)) {
     cases.push_back({2, 32, 32, {A{28, 3, 1, 1, 1}, A{28, 3, 1, 1, 1}}, true});
     // One image spread over the threads by rows.

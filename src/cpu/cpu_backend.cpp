@@ -1,5 +1,6 @@
 #include "backplane/cpu/cpu_backend.hpp"
 
+#include "backplane/cpu/conv_path.hpp"
 #include "backplane/cpu/gemm_path.hpp"
 #include "backplane/cpu/targets.hpp"
 #include "backplane/error.hpp"
@@ -73,6 +74,7 @@ const KernelTable& MergedTable() {
 std::unique_ptr<Backend> CreateBackend() {
   ApplyTargetFromEnvironment();
   (void)CurrentGemmPath();  // a bad BACKPLANE_GEMM fails here, never inside a kernel's threads
+  (void)CurrentConvPath();  // and a bad BACKPLANE_CONV
   return std::make_unique<CpuBackend>(&MergedTable());
 }
 

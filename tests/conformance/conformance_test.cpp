@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backplane/cpu/cpu_backend.hpp"
+#include "backplane/cpu/conv_path.hpp"
 #include "backplane/cpu/gemm_path.hpp"
 #include "backplane/cpu/targets.hpp"
 #include "backplane/error.hpp"
@@ -62,6 +63,22 @@ TEST(Conformance, EveryGemmPathMatchesTheReference) {
     }
   }
   cpu::SetGemmPath(saved);
+}
+
+TEST(Conformance, EveryConvPathMatchesTheReference) {
+  const cpu::ConvPath saved = cpu::CurrentConvPath();
+  for (const cpu::ConvPath path : {cpu::ConvPath::Winograd, cpu::ConvPath::Direct}) {
+    cpu::SetConvPath(path);
+    Options options;
+    options.only_op = "convolution.conv2d";
+    int verified = 0;
+    for (const Cell& c : RunCpuMatrix(options)) {
+      EXPECT_NE(c.status, "failed") << cpu::ConvPathName(path) << " " << c.target << " " << c.dtype << ": " << c.note;
+      verified += c.status == "verified" ? 1 : 0;
+    }
+    EXPECT_EQ(verified, 4 * static_cast<int>(cpu::RunnableTargets().size())) << cpu::ConvPathName(path);
+  }
+  cpu::SetConvPath(saved);
 }
 
 TEST(Conformance, ForcingATargetChangesDispatch) {

@@ -194,6 +194,22 @@ TEST_F(CliTest, GemmPathVariableChoosesThePathOrNamesTheBadValue) {  // the defa
   EXPECT_EQ(c.GetDouble(5 * 64 + 9), want);
 }
 
+TEST_F(CliTest, ConvPathVariableNamesTheBadValue) {
+  const std::vector<double> values = {1, 2, 3, 4};
+  io::WriteNpy(Path("a.npy"), Tensor::FromDoubles(DType::Float32, {2, 2}, values));
+  const std::string op = fmt::format("op math.matmul --in {0} --in {0} --out {1}", Path("a.npy"), Path("c.npy"));
+  ::setenv("BACKPLANE_CONV", "fast", 1);
+  const CommandResult bad = Cli(op);
+  ::setenv("BACKPLANE_CONV", "direct", 1);
+  const CommandResult chosen = Cli(op);
+  ::unsetenv("BACKPLANE_CONV");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("BACKPLANE_CONV"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("'winograd' or 'direct'"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("'fast'"), std::string::npos) << bad.output;
+  EXPECT_EQ(chosen.exit_code, 0) << chosen.output;
+}
+
 TEST_F(CliTest, TrainsTheDigitsGraphOnASmallSet) {
   // 64 samples of two separable classes; a few epochs must drive the loss down.
   Tensor x(DType::Float32, {64, 64});

@@ -55,9 +55,11 @@ HWY_AFTER_NAMESPACE();
 #include <functional>
 #include <vector>
 
+#include "backplane/cpu/conv_path.hpp"
 #include "backplane/cpu/gemm_path.hpp"
 #include "backplane/cpu/threads.hpp"
 #include "cpu/kernels/convolution_direct.hpp"
+#include "cpu/kernels/convolution_winograd.hpp"
 #include "cpu/kernels/own_gemm.hpp"
 #include "cpu/kernels/serial_blas.hpp"
 #include "cpu/kernels/simd.hpp"
@@ -423,6 +425,62 @@ struct DirectPlan {
   }
 };
 
+// Winograd F(2x2, 3x3) (convolution_winograd.hpp) for f32 compute: 3x3, stride 1, dilation 1,
+// 2-D, at least 16 channels in and out, tile rows that fill most of a target's vectors, finite
+// weights; each image is checked (Safe) before it takes this path.
+struct WinogradPlan {
+  WinogradShape shape;
+  hwy::AlignedFreeUniquePtr<float[]> packed;
+  int64_t padH = 0, padW = 0, inH = 0, inW = 0, count = 0;
+  double maxW = 0, inC = 0;
+
+  bool Build(const Axes& ax, const float* w, int64_t inChannels, int64_t outC) {
+    const Axis &D = ax[0], &H = ax[1], &W = ax[2];
+    if (CurrentConvPath() != ConvPath::Winograd || D.in != 1 || D.kernel != 1 || D.out != 1 || H.kernel != 3 ||
+        W.kernel != 3 || H.stride != 1 || W.stride != 1 || H.dilation != 1 || W.dilation != 1 || inChannels < 16 ||
+        outC < 16 || H.out < 2 || W.out < 2) {
+      return false;
+    }
+    const size_t tilesH = static_cast<size_t>((H.out + 1) / 2), tilesW = static_cast<size_t>((W.out + 1) / 2);
+    if (4 * tilesW < 3 * WinogradTileColumns(tilesW)) return false;
+    maxW = MaxAbsF32(w, static_cast<size_t>(outC * inChannels * 9));
+    if (!std::isfinite(maxW)) return false;
+    const size_t rowPitch = 2 * tilesW + 2, channelPitch = (2 * tilesH + 2) * rowPitch;
+    if (!MulOk(inChannels, static_cast<int64_t>(channelPitch), &count)) return false;
+    shape = WinogradShape{.inC = static_cast<size_t>(inChannels),
+                          .outC = static_cast<size_t>(outC),
+                          .outH = static_cast<size_t>(H.out),
+                          .outW = static_cast<size_t>(W.out),
+                          .tilesH = tilesH,
+                          .tilesW = tilesW,
+                          .rowPitch = rowPitch,
+                          .channelPitch = channelPitch};
+    packed = hwy::AllocateAligned<float>(WinogradPackedCount(shape.outC, shape.inC));
+    WinogradPackWeights(w, shape.outC, shape.inC, packed.get());
+    padH = H.padding, padW = W.padding, inH = H.in, inW = W.in;
+    inC = static_cast<double>(inChannels);
+    return true;
+  }
+
+  // Finite, and small enough that no transform or sum can overflow f32.
+  bool Safe(const float* x) const {
+    const double maxX = MaxAbsF32(x, static_cast<size_t>(static_cast<int64_t>(inC) * inH * inW));
+    return std::isfinite(maxX) && maxX * maxW * 64.0 * inC < 0x1p100;
+  }
+
+  std::vector<float> Buffer() const { return std::vector<float>(static_cast<size_t>(count) + kDirectConvSlack, 0.0f); }
+
+  void Fill(const float* x, float* buf) const {
+    for (size_t ci = 0; ci < shape.inC; ++ci) {
+      for (int64_t ih = 0; ih < inH; ++ih) {
+        std::memcpy(buf + ci * shape.channelPitch + static_cast<size_t>(ih + padH) * shape.rowPitch +
+                        static_cast<size_t>(padW),
+                    x + (static_cast<int64_t>(ci) * inH + ih) * inW, static_cast<size_t>(inW) * sizeof(float));
+      }
+    }
+  }
+};
+
 template <class T>
 void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* weight,
                   const void* bias, void* out, int64_t batch, int64_t inC, int64_t outC,
@@ -471,8 +529,14 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
   const bool directTiles = !pointwise && strideOne && K > 0 && directPlan.Build(ax, p, w.data, inC, outC);
   // Output rows per parallel task when one image is spread over the threads.
   const int64_t rowsPerTask = std::max<int64_t>(1, ax[1].out * ax[0].out / (8 * std::max(NumThreads(), 1)));
+  WinogradPlan winograd;
+  bool winogradTiles = false;
+  if constexpr (std::is_same_v<T, float>) winogradTiles = directTiles && winograd.Build(ax, w.data, inC, outC);
+  const int64_t tileRowsPerTask =
+      std::max<int64_t>(1, static_cast<int64_t>(winograd.shape.tilesH) / (4 * std::max(NumThreads(), 1)));
   auto image = [&](int64_t n0, int64_t n1) {
     std::vector<T> padded(directTiles ? directPlan.Buffer() : std::vector<T>{});
+    std::vector<float> winogradPadded(winogradTiles ? winograd.Buffer() : std::vector<float>{});
     std::vector<T> col(pointwise || directTiles ? 0 : static_cast<size_t>(K * chunkRows * outW));
     std::vector<T> ytmp(direct ? 0 : static_cast<size_t>(perImageOut));
     Widened<T> xw;
@@ -486,6 +550,24 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
         x = xw.data;
       }
       T* y = direct ? static_cast<T*>(dst) + n * perImageOut : ytmp.data();
+      if constexpr (std::is_same_v<T, float>) {
+        if (winogradTiles && winograd.Safe(x)) {
+          winograd.Fill(x, winogradPadded.data());
+          const int64_t tasks = (static_cast<int64_t>(winograd.shape.tilesH) + tileRowsPerTask - 1) / tileRowsPerTask;
+          auto tileRows = [&](int64_t t0, int64_t t1) {
+            const size_t th0 = static_cast<size_t>(t0 * tileRowsPerTask);
+            const size_t th1 = std::min(winograd.shape.tilesH, static_cast<size_t>(t1 * tileRowsPerTask));
+            WinogradRowsF32(winograd.shape, winogradPadded.data(), winograd.packed.get(), b.data, y, th0, th1);
+          };
+          if (imagesInParallel || NumThreads() == 1 || work < 1e7) {
+            tileRows(0, tasks);
+          } else {
+            ParallelFor(tasks, 1, tileRows);
+          }
+          if (!direct) StoreOut<T>(y, dst, n * perImageOut, perImageOut, dtype);
+          continue;
+        }
+      }
       if (directTiles) {
         directPlan.Fill(ax, x, inC, padded.data());
         const int64_t tasksPerPlane = (ax[1].out + rowsPerTask - 1) / rowsPerTask;
