@@ -426,8 +426,7 @@ struct DirectPlan {
 };
 
 // Winograd F(2x2, 3x3) (convolution_winograd.hpp) for f32 compute: 3x3, stride 1, dilation 1,
-// 2-D, at least 16 channels in and out, tile rows that fill most of a target's vectors, finite
-// weights; each image is checked (Safe) before it takes this path.
+// 2-D, at least 16 channels in and out, finite weights; each image is checked (Safe) before it takes this path.
 struct WinogradPlan {
   WinogradShape shape;
   hwy::AlignedFreeUniquePtr<float[]> packed;
@@ -442,7 +441,6 @@ struct WinogradPlan {
       return false;
     }
     const size_t tilesH = static_cast<size_t>((H.out + 1) / 2), tilesW = static_cast<size_t>((W.out + 1) / 2);
-    if (4 * tilesW < 3 * WinogradTileColumns(tilesW)) return false;
     maxW = MaxAbsF32(w, static_cast<size_t>(outC * inChannels * 9));
     if (!std::isfinite(maxW)) return false;
     const size_t rowPitch = 2 * tilesW + 2, channelPitch = (2 * tilesH + 2) * rowPitch;

@@ -41,23 +41,19 @@ HWY_BEFORE_NAMESPACE();
 namespace backplane::cpu::simd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-size_t WinogradTileColumns(size_t tilesW) {
+// V[xi][ci][r * tilesW + tw] for tile rows th0 + r, r < rows; ldv is V's row length, plane the
+// distance between its xi planes. Each row's last vector runs into the next row's columns, which
+// that row then overwrites; past the last row, ldv must leave room for one vector.
+void InputTransform(const WinogradShape& s, const float* padded, size_t th0, size_t rows, size_t ldv,
+                    size_t plane, float* HWY_RESTRICT v) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  return (tilesW + lanes - 1) / lanes * lanes;
-}
-
-// V[xi][ci][r * cols + tw] for tile rows th0 + r, r < rows; ldv is V's row length.
-void InputTransform(const WinogradShape& s, const float* padded, size_t th0, size_t rows, size_t cols, size_t ldv,
-                    float* HWY_RESTRICT v) {
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  const size_t pitch = s.rowPitch, plane = s.inC * ldv;
+  const size_t pitch = s.rowPitch;
   for (size_t ci = 0; ci < s.inC; ++ci) {
     for (size_t r = 0; r < rows; ++r) {
       const float* src = padded + ci * s.channelPitch + 2 * (th0 + r) * pitch;
-      float* dst = v + ci * ldv + r * cols;
-      for (size_t tw = 0; tw < cols; tw += lanes) {
+      float* dst = v + ci * ldv + r * s.tilesW;
+      for (size_t tw = 0; tw < s.tilesW; tw += lanes) {
         const float* p = src + 2 * tw;
         hn::Vec<decltype(d)> x0, x1, x2, x3, u00, u01, u02, u03, u10, u11, u12, u13;
         hn::Vec<decltype(d)> u20, u21, u22, u23, u30, u31, u32, u33;
@@ -75,51 +71,52 @@ void InputTransform(const WinogradShape& s, const float* padded, size_t th0, siz
         hn::LoadInterleaved2(d, p + 3 * pitch + 2, x2, x3);
         u30 = hn::Sub(x0, x2), u31 = hn::Add(x1, x2), u32 = hn::Sub(x2, x1), u33 = hn::Sub(x1, x3);
         float* o = dst + tw;
-        hn::Store(hn::Sub(u00, u20), d, o + 0 * plane);
-        hn::Store(hn::Sub(u01, u21), d, o + 1 * plane);
-        hn::Store(hn::Sub(u02, u22), d, o + 2 * plane);
-        hn::Store(hn::Sub(u03, u23), d, o + 3 * plane);
-        hn::Store(hn::Add(u10, u20), d, o + 4 * plane);
-        hn::Store(hn::Add(u11, u21), d, o + 5 * plane);
-        hn::Store(hn::Add(u12, u22), d, o + 6 * plane);
-        hn::Store(hn::Add(u13, u23), d, o + 7 * plane);
-        hn::Store(hn::Sub(u20, u10), d, o + 8 * plane);
-        hn::Store(hn::Sub(u21, u11), d, o + 9 * plane);
-        hn::Store(hn::Sub(u22, u12), d, o + 10 * plane);
-        hn::Store(hn::Sub(u23, u13), d, o + 11 * plane);
-        hn::Store(hn::Sub(u10, u30), d, o + 12 * plane);
-        hn::Store(hn::Sub(u11, u31), d, o + 13 * plane);
-        hn::Store(hn::Sub(u12, u32), d, o + 14 * plane);
-        hn::Store(hn::Sub(u13, u33), d, o + 15 * plane);
+        hn::StoreU(hn::Sub(u00, u20), d, o + 0 * plane);
+        hn::StoreU(hn::Sub(u01, u21), d, o + 1 * plane);
+        hn::StoreU(hn::Sub(u02, u22), d, o + 2 * plane);
+        hn::StoreU(hn::Sub(u03, u23), d, o + 3 * plane);
+        hn::StoreU(hn::Add(u10, u20), d, o + 4 * plane);
+        hn::StoreU(hn::Add(u11, u21), d, o + 5 * plane);
+        hn::StoreU(hn::Add(u12, u22), d, o + 6 * plane);
+        hn::StoreU(hn::Add(u13, u23), d, o + 7 * plane);
+        hn::StoreU(hn::Sub(u20, u10), d, o + 8 * plane);
+        hn::StoreU(hn::Sub(u21, u11), d, o + 9 * plane);
+        hn::StoreU(hn::Sub(u22, u12), d, o + 10 * plane);
+        hn::StoreU(hn::Sub(u23, u13), d, o + 11 * plane);
+        hn::StoreU(hn::Sub(u10, u30), d, o + 12 * plane);
+        hn::StoreU(hn::Sub(u11, u31), d, o + 13 * plane);
+        hn::StoreU(hn::Sub(u12, u32), d, o + 14 * plane);
+        hn::StoreU(hn::Sub(u13, u33), d, o + 15 * plane);
       }
     }
   }
 }
 
-// y rows of tile rows th0 + r from M[xi][co][r * cols + tw] (ldm: M's row length).
+// y rows of tile rows th0 + r from M[xi][co][r * tilesW + tw] (ldm: M's row length, plane: the
+// distance between its xi planes).
 void OutputTransform(const WinogradShape& s, const float* HWY_RESTRICT m, const float* bias, size_t th0,
-                     size_t rows, size_t cols, size_t ldm, float* y) {
+                     size_t rows, size_t ldm, size_t plane, float* y) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  const size_t plane = s.outC * ldm, outV = s.outH * s.outW;
+  const size_t outV = s.outH * s.outW;
   HWY_ALIGN float tail[2 * hn::MaxLanes(d)];
   for (size_t co = 0; co < s.outC; ++co) {
     const auto b = hn::Set(d, bias ? bias[co] : 0.0f);
     float* yc = y + co * outV;
     for (size_t r = 0; r < rows; ++r) {
       const size_t oh = 2 * (th0 + r);
-      const float* src = m + co * ldm + r * cols;
-      for (size_t tw = 0; tw < cols && 2 * tw < s.outW; tw += lanes) {
+      const float* src = m + co * ldm + r * s.tilesW;
+      for (size_t tw = 0; tw < s.tilesW; tw += lanes) {
         const float* q = src + tw;
         // s[a][j] = (A^T m)[a][j], then Y[a][0] = s[a][0] + s[a][1] + s[a][2], Y[a][1] = s[a][1] - s[a][2] - s[a][3].
-        const auto m0 = hn::Load(d, q + 0 * plane), m1 = hn::Load(d, q + 1 * plane);
-        const auto m2 = hn::Load(d, q + 2 * plane), m3 = hn::Load(d, q + 3 * plane);
-        const auto m4 = hn::Load(d, q + 4 * plane), m5 = hn::Load(d, q + 5 * plane);
-        const auto m6 = hn::Load(d, q + 6 * plane), m7 = hn::Load(d, q + 7 * plane);
-        const auto m8 = hn::Load(d, q + 8 * plane), m9 = hn::Load(d, q + 9 * plane);
-        const auto m10 = hn::Load(d, q + 10 * plane), m11 = hn::Load(d, q + 11 * plane);
-        const auto m12 = hn::Load(d, q + 12 * plane), m13 = hn::Load(d, q + 13 * plane);
-        const auto m14 = hn::Load(d, q + 14 * plane), m15 = hn::Load(d, q + 15 * plane);
+        const auto m0 = hn::LoadU(d, q + 0 * plane), m1 = hn::LoadU(d, q + 1 * plane);
+        const auto m2 = hn::LoadU(d, q + 2 * plane), m3 = hn::LoadU(d, q + 3 * plane);
+        const auto m4 = hn::LoadU(d, q + 4 * plane), m5 = hn::LoadU(d, q + 5 * plane);
+        const auto m6 = hn::LoadU(d, q + 6 * plane), m7 = hn::LoadU(d, q + 7 * plane);
+        const auto m8 = hn::LoadU(d, q + 8 * plane), m9 = hn::LoadU(d, q + 9 * plane);
+        const auto m10 = hn::LoadU(d, q + 10 * plane), m11 = hn::LoadU(d, q + 11 * plane);
+        const auto m12 = hn::LoadU(d, q + 12 * plane), m13 = hn::LoadU(d, q + 13 * plane);
+        const auto m14 = hn::LoadU(d, q + 14 * plane), m15 = hn::LoadU(d, q + 15 * plane);
         const auto s00 = hn::Add(hn::Add(m0, m4), m8), s01 = hn::Add(hn::Add(m1, m5), m9);
         const auto s02 = hn::Add(hn::Add(m2, m6), m10), s03 = hn::Add(hn::Add(m3, m7), m11);
         const auto s10 = hn::Sub(hn::Sub(m4, m8), m12), s11 = hn::Sub(hn::Sub(m5, m9), m13);
@@ -149,32 +146,34 @@ void WinogradRowsF32(const WinogradShape& s, const float* padded, const float* p
   if (th0 >= th1 || s.outC == 0 || s.tilesW == 0) return;
   const hn::ScalableTag<float> d;
   const size_t nr = 2 * hn::Lanes(d);
-  const size_t cols = WinogradTileColumns(s.tilesW);
-  const size_t perRow = 16 * (s.inC + s.outC) * cols * sizeof(float);
+  const size_t lanes = hn::Lanes(d);
+  const size_t perRow = 16 * (s.inC + s.outC) * s.tilesW * sizeof(float);
   const size_t blockRows = std::clamp<size_t>(winograd::kBlockBytes / perRow, 1, th1 - th0);
-  const size_t ldv = (blockRows * cols + nr - 1) / nr * nr;  // whole register tiles
+  const size_t ldv = (blockRows * s.tilesW + lanes + nr - 1) / nr * nr;  // whole register tiles, one vector spare
   const size_t coTiles = (s.outC + kDirectConvTileRows - 1) / kDirectConvTileRows;
-  float* v = winograd::Scratch(16 * (s.inC + s.outC) * ldv + s.inC);
-  float* m = v + 16 * s.inC * ldv;
+  // The 16 planes of V and M are staggered by a few cache lines more than their size, so that the
+  // transforms' 16 streams do not fall into one L1 set (plane sizes are often multiples of 4 KiB).
+  const size_t stagger = std::max<size_t>(16, hn::Lanes(d));
+  const size_t vPlane = s.inC * ldv + stagger, mPlane = s.outC * ldv + stagger;
+  float* v = winograd::Scratch(16 * (vPlane + mPlane));
+  float* m = v + 16 * vPlane;
   // Offsets of the k rows (input channels) of V[xi], as the register tile takes them.
   thread_local std::vector<size_t> offsets;
   offsets.resize(s.inC);
   for (size_t ci = 0; ci < s.inC; ++ci) offsets[ci] = ci * ldv;
   // Columns past the block's tiles take part in the products; keep them finite.
-  if (ldv > blockRows * cols) {
-    for (size_t row = 0; row < 16 * s.inC; ++row) {
-      std::fill(v + row * ldv + blockRows * cols, v + row * ldv + ldv, 0.0f);
-    }
-  }
+  auto zeroColumns = [&](size_t from) {
+    for (size_t xi = 0; xi < 16; ++xi)
+      for (size_t ci = 0; ci < s.inC; ++ci) std::fill(v + xi * vPlane + ci * ldv + from, v + xi * vPlane + ci * ldv + ldv, 0.0f);
+  };
+  zeroColumns(blockRows * s.tilesW);
   for (size_t t0 = th0; t0 < th1; t0 += blockRows) {
-    const size_t rows = std::min(blockRows, th1 - t0), width = (rows * cols + nr - 1) / nr * nr;
-    if (rows < blockRows) {  // a shorter last block: the columns it leaves must stay finite too
-      for (size_t row = 0; row < 16 * s.inC; ++row) std::fill(v + row * ldv + rows * cols, v + row * ldv + width, 0.0f);
-    }
-    InputTransform(s, padded, t0, rows, cols, ldv, v);
+    const size_t rows = std::min(blockRows, th1 - t0), width = (rows * s.tilesW + nr - 1) / nr * nr;
+    if (rows < blockRows) zeroColumns(rows * s.tilesW);  // a shorter last block
+    InputTransform(s, padded, t0, rows, ldv, vPlane, v);
     for (size_t xi = 0; xi < 16; ++xi) {
-      const float* vx = v + xi * s.inC * ldv;
-      float* mx = m + xi * s.outC * ldv;
+      const float* vx = v + xi * vPlane;
+      float* mx = m + xi * mPlane;
       const float* ux = packedU + xi * coTiles * s.inC * kDirectConvTileRows;
       for (size_t p0 = 0; p0 < width; p0 += nr) {
         const direct_conv::Segment seg[1] = {{0, nr, p0}};
@@ -185,7 +184,7 @@ void WinogradRowsF32(const WinogradShape& s, const float* padded, const float* p
         }
       }
     }
-    OutputTransform(s, m, bias, t0, rows, cols, ldv, y);
+    OutputTransform(s, m, bias, t0, rows, ldv, mPlane, y);
   }
 }
 
@@ -212,11 +211,8 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace backplane::cpu::simd {
-HWY_EXPORT(WinogradTileColumns);
 HWY_EXPORT(WinogradRowsF32);
 HWY_EXPORT(MaxAbsF32);
-
-size_t WinogradTileColumns(size_t tilesW) { return HWY_DYNAMIC_DISPATCH(WinogradTileColumns)(tilesW); }
 
 void WinogradRowsF32(const WinogradShape& s, const float* padded, const float* packedU, const float* bias, float* y,
                      size_t th0, size_t th1) {

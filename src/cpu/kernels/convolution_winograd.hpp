@@ -26,10 +26,6 @@ struct WinogradShape {
 void WinogradPackWeights(const float* w, size_t outC, size_t inC, float* packed);
 size_t WinogradPackedCount(size_t outC, size_t inC);
 
-// Tile columns the selected target computes per tile row (tilesW rounded up to its lanes); the
-// Winograd path pays off where tilesW fills most of them.
-size_t WinogradTileColumns(size_t tilesW);
-
 // y[co][oh][ow] (y is [outC][outH][outW]) = bias[co] (0 without bias) + the convolution, for the
 // outputs of tile rows [th0, th1).
 void WinogradRowsF32(const WinogradShape& s, const float* padded, const float* packedU, const float* bias, float* y,
