@@ -426,7 +426,8 @@ struct DirectPlan {
 };
 
 // Winograd F(2x2, 3x3) (convolution_winograd.hpp) for f32 compute: 3x3, stride 1, dilation 1,
-// 2-D, at least 16 channels in and out, finite weights; each image is checked (Safe) before it takes this path.
+// 2-D, at least 16 channels in and out, finite weights; each image is checked (Fill) before it
+// takes this path.
 struct WinogradPlan {
   WinogradShape shape;
   hwy::AlignedFreeUniquePtr<float[]> packed;
@@ -441,7 +442,7 @@ struct WinogradPlan {
       return false;
     }
     const size_t tilesH = static_cast<size_t>((H.out + 1) / 2), tilesW = static_cast<size_t>((W.out + 1) / 2);
-    maxW = MaxAbsF32(w, static_cast<size_t>(outC * inChannels * 9));
+    maxW = CopyMaxAbsF32(w, nullptr, static_cast<size_t>(outC * inChannels * 9));
     if (!std::isfinite(maxW)) return false;
     const size_t rowPitch = 2 * tilesW + 2, channelPitch = (2 * tilesH + 2) * rowPitch;
     if (!MulOk(inChannels, static_cast<int64_t>(channelPitch), &count)) return false;
@@ -460,22 +461,20 @@ struct WinogradPlan {
     return true;
   }
 
-  // Finite, and small enough that no transform or sum can overflow f32.
-  bool Safe(const float* x) const {
-    const double maxX = MaxAbsF32(x, static_cast<size_t>(static_cast<int64_t>(inC) * inH * inW));
-    return std::isfinite(maxX) && maxX * maxW * 64.0 * inC < 0x1p100;
-  }
-
   std::vector<float> Buffer() const { return std::vector<float>(static_cast<size_t>(count) + kDirectConvSlack, 0.0f); }
 
-  void Fill(const float* x, float* buf) const {
+  // Copies image x into the interior of buf (its borders stay zero); true when x is finite and
+  // small enough that no transform or sum can overflow f32 (else the image takes the direct tiles).
+  bool Fill(const float* x, float* buf) const {
+    float maxX = 0;
     for (size_t ci = 0; ci < shape.inC; ++ci) {
       for (int64_t ih = 0; ih < inH; ++ih) {
-        std::memcpy(buf + ci * shape.channelPitch + static_cast<size_t>(ih + padH) * shape.rowPitch +
-                        static_cast<size_t>(padW),
-                    x + (static_cast<int64_t>(ci) * inH + ih) * inW, static_cast<size_t>(inW) * sizeof(float));
+        float* dst = buf + ci * shape.channelPitch + static_cast<size_t>(ih + padH) * shape.rowPitch + static_cast<size_t>(padW);
+        const float* src = x + (static_cast<int64_t>(ci) * inH + ih) * inW;
+        maxX = std::max(maxX, CopyMaxAbsF32(src, dst, static_cast<size_t>(inW)));
       }
     }
+    return std::isfinite(maxX) && static_cast<double>(maxX) * maxW * 64.0 * inC < 0x1p100;
   }
 };
 
@@ -533,8 +532,8 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
   const int64_t tileRowsPerTask =
       std::max<int64_t>(1, static_cast<int64_t>(winograd.shape.tilesH) / (4 * std::max(NumThreads(), 1)));
   auto image = [&](int64_t n0, int64_t n1) {
-    std::vector<T> padded(directTiles ? directPlan.Buffer() : std::vector<T>{});
-    std::vector<float> winogradPadded(winogradTiles ? winograd.Buffer() : std::vector<float>{});
+    std::vector<T> padded;  // allocated on first use
+    std::vector<float> winogradPadded;
     std::vector<T> col(pointwise || directTiles ? 0 : static_cast<size_t>(K * chunkRows * outW));
     std::vector<T> ytmp(direct ? 0 : static_cast<size_t>(perImageOut));
     Widened<T> xw;
@@ -549,8 +548,8 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
       }
       T* y = direct ? static_cast<T*>(dst) + n * perImageOut : ytmp.data();
       if constexpr (std::is_same_v<T, float>) {
-        if (winogradTiles && winograd.Safe(x)) {
-          winograd.Fill(x, winogradPadded.data());
+        if (winogradTiles && winogradPadded.empty()) winogradPadded = winograd.Buffer();
+        if (winogradTiles && winograd.Fill(x, winogradPadded.data())) {
           const int64_t tasks = (static_cast<int64_t>(winograd.shape.tilesH) + tileRowsPerTask - 1) / tileRowsPerTask;
           auto tileRows = [&](int64_t t0, int64_t t1) {
             const size_t th0 = static_cast<size_t>(t0 * tileRowsPerTask);
@@ -567,6 +566,7 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
         }
       }
       if (directTiles) {
+        if (padded.empty()) padded = directPlan.Buffer();
         directPlan.Fill(ax, x, inC, padded.data());
         const int64_t tasksPerPlane = (ax[1].out + rowsPerTask - 1) / rowsPerTask;
         auto rows = [&](int64_t t0, int64_t t1) {

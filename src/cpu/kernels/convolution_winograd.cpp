@@ -188,7 +188,7 @@ void WinogradRowsF32(const WinogradShape& s, const float* padded, const float* p
   }
 }
 
-float MaxAbsF32(const float* x, size_t n) {
+float CopyMaxAbsF32(const float* x, float* copy, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   const auto inf = hn::Set(d, HUGE_VALF);
@@ -196,12 +196,13 @@ float MaxAbsF32(const float* x, size_t n) {
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {  // NaN and +-Inf count as +Inf
     const auto v = hn::LoadU(d, x + i);
+    if (copy) hn::StoreU(v, d, copy + i);
     top = hn::Max(top, hn::IfThenElse(hn::IsFinite(v), hn::Abs(v), inf));
   }
   float result = hn::GetLane(hn::MaxOfLanes(d, top));
   for (; i < n; ++i) {
-    if (!std::isfinite(x[i])) return HUGE_VALF;
-    result = std::max(result, std::fabs(x[i]));
+    if (copy) copy[i] = x[i];
+    result = std::isfinite(x[i]) ? std::max(result, std::fabs(x[i])) : HUGE_VALF;
   }
   return result;
 }
@@ -212,14 +213,14 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace backplane::cpu::simd {
 HWY_EXPORT(WinogradRowsF32);
-HWY_EXPORT(MaxAbsF32);
+HWY_EXPORT(CopyMaxAbsF32);
 
 void WinogradRowsF32(const WinogradShape& s, const float* padded, const float* packedU, const float* bias, float* y,
                      size_t th0, size_t th1) {
   HWY_DYNAMIC_DISPATCH(WinogradRowsF32)(s, padded, packedU, bias, y, th0, th1);
 }
 
-float MaxAbsF32(const float* x, size_t n) { return HWY_DYNAMIC_DISPATCH(MaxAbsF32)(x, n); }
+float CopyMaxAbsF32(const float* x, float* copy, size_t n) { return HWY_DYNAMIC_DISPATCH(CopyMaxAbsF32)(x, copy, n); }
 
 size_t WinogradPackedCount(size_t outC, size_t inC) {
   return 16 * ((outC + kDirectConvTileRows - 1) / kDirectConvTileRows) * inC * kDirectConvTileRows;

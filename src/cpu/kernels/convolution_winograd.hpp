@@ -31,7 +31,7 @@ size_t WinogradPackedCount(size_t outC, size_t inC);
 void WinogradRowsF32(const WinogradShape& s, const float* padded, const float* packedU, const float* bias, float* y,
                      size_t th0, size_t th1);
 
-// The largest |x[i]|, or +Inf when some x[i] is NaN or infinite.
-float MaxAbsF32(const float* x, size_t n);
+// The largest |x[i]|, or +Inf when some x[i] is NaN or infinite; copies x to copy unless null.
+float CopyMaxAbsF32(const float* x, float* copy, size_t n);
 
 }  // namespace backplane::cpu::simd
