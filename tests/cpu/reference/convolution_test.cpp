@@ -211,6 +211,38 @@ TEST(ConvolutionKnown, NaNAndInfinity) {
   }
 }
 
+TEST(ConvolutionKnown, AnInfinityReachesOnlyTheWindowsThatHoldIt) {
+  // 3x3, stride 1, 16 channels in and out: the shape the Winograd path takes. Image 1 holds +Inf at
+  // (2, 2) of channel 0; a transform over 4x4 tiles would spread it (as Inf - Inf = NaN) to outputs
+  // whose window misses it. Ones everywhere else, so every finite output is exact: 16 x its taps.
+  constexpr int64_t kC = 16, kH = 6, kW = 6;
+  std::vector<double> in(2 * kC * kH * kW, 1.0);
+  in[static_cast<size_t>((1 * kC + 0) * kH * kW + 2 * kW + 2)] = kInf;
+  const std::vector<double> weight(kC * kC * 9, 1.0);
+  auto taps = [](int64_t o, int64_t n) { return (o == 0 || o == n - 1) ? 2.0 : 3.0; };
+  for (DType dtype : test::FloatDTypes()) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const Buffer x = FromDoubles(dtype, in), w = FromDoubles(dtype, weight);
+    Buffer y(dtype, 2 * kC * kH * kW);
+    y.Poison();
+    Conv().Conv2D({1, 1, 1, 1, 1, 1}, x.data(), w.data(), nullptr, y.data(), 2, kC, kH, kW, kC, 3, 3, kH, kW, dtype);
+    EXPECT_TRUE(y.GuardIntact());
+    const std::vector<double> out = y.ToDoubles();
+    for (int64_t n = 0; n < 2; ++n) {
+      for (int64_t co = 0; co < kC; ++co) {
+        for (int64_t oh = 0; oh < kH; ++oh) {
+          for (int64_t ow = 0; ow < kW; ++ow) {
+            const bool holdsInf = n == 1 && std::abs(oh - 2) <= 1 && std::abs(ow - 2) <= 1;
+            const double want = holdsInf ? kInf : 16.0 * taps(oh, kH) * taps(ow, kW);
+            EXPECT_EQ(out[static_cast<size_t>(((n * kC + co) * kH + oh) * kW + ow)], want)
+                << "n " << n << " co " << co << " (" << oh << ", " << ow << ")";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(ConvolutionKnown, F16OverflowOnlyInTheResult) {
   // 60000 + 60000 - 60000 overflows a 16-bit accumulator but not the double one.
   EXPECT_EQ(Conv1({1, 0, 1}, {60000, 60000, -60000}, {1, 1, 1}, {}, 1, DType::Float16)[0], 60000.0);
