@@ -7,7 +7,15 @@
 // untouched.
 //
 // Bounds:
-// - Attention and pooling: the tolerance table, element by element.
+// - Pooling: the tolerance table, element by element.
+// - Attention: a kernel may compute the scores s_ij = scale q_i . k_j (+ ALiBi) in f32 (as
+//   PyTorch does), so the first-order forward error of the output is that of the scores, amplified
+//   by the softmax: a score error d_j moves O_i by sum_j p_ij d_j (v_j - O_i), and |d_j| is
+//   proportional to the score's condition C_ij = scale sum_d |q_id| |k_jd| (+ |bias|). With
+//   C_i = max_j C_ij and |v_j - O_i| <= |v_j| + |O_i|, these runners accept
+//       |fast - ref| <= tol.abs + tol.rel * (1 + C_i) * (sum_j p_ij |v_jc| + |O_ic|)
+//   where sum_j p_ij |v_jc| is the reference itself run on |V| (same masks and weights), and 1 +
+//   covers the exp, the weighted sum and the normalisation. Non-finite outputs must match exactly.
 // - Matmul and the convolutions are GEMMs. The reference accumulates each output in f64 in a fixed
 //   order and rounds once; a fast kernel may accumulate in f32 (OpenBLAS, our packed f16/bf16
 //   GEMM) in another order. The standard forward-error bound of a dot product computed in a
@@ -131,6 +139,48 @@ Measure RunMatmul(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
 
 // ---- Attention ----------------------------------------------------------------------------------
 
+// The storage with every sign bit cleared: |x| element by element (NaN stays NaN).
+std::vector<uint8_t> AbsStorage(std::vector<uint8_t> s, DType dtype) {
+  const size_t width = dtype == DType::Float64 ? 8 : dtype == DType::Float32 ? 4 : 2;
+  for (size_t i = width - 1; i < s.size(); i += width) s[i] &= 0x7f;  // little-endian: the sign is in the top byte
+  return s;
+}
+
+// The attention bound's condition per output (i, c) of head h (see the file comment):
+// (1 + C_i) (A_ic + |O_ic|), C_i = scale max_j sum_d |q_id| |k_jd| (over the finite ones) + the
+// largest ALiBi bias,
+// A = the reference on |V| (sum_j p_ij |v_jc|), O = the reference's output. Layouts as
+// MultiHeadAttention: row strides heads * depth (q, o) and kvHeads * depth (k, v).
+std::vector<double> AttentionCondition(const std::vector<double>& q, const std::vector<double>& k,
+                                       const std::vector<double>& absWeighted, const std::vector<double>& out,
+                                       int64_t heads, int64_t kvHeads, int64_t seqQ, int64_t seqK, int64_t depth,
+                                       int64_t valueDim, double alibiSlope) {
+  std::vector<double> cond(static_cast<size_t>(seqQ * heads * valueDim), 0.0);
+  const double scale = depth > 0 ? 1.0 / std::sqrt(static_cast<double>(depth)) : 0.0;
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t g = h / (heads / kvHeads);
+    const double bias = alibiSlope == 0.0 ? 0.0 : std::pow(alibiSlope, static_cast<double>(h + 1)) *
+                                                      static_cast<double>(seqQ + seqK);
+    for (int64_t i = 0; i < seqQ; ++i) {
+      double worst = 0.0;
+      for (int64_t j = 0; j < seqK; ++j) {
+        double dot = 0.0;
+        for (int64_t d = 0; d < depth; ++d) {
+          dot += std::fabs(q[static_cast<size_t>((i * heads + h) * depth + d)]) *
+                 std::fabs(k[static_cast<size_t>((j * kvHeads + g) * depth + d)]);
+        }
+        if (std::isfinite(dot)) worst = std::max(worst, dot);  // a visible non-finite score: O is exact (NaN, or weight 0)
+      }
+      const double c = 1.0 + scale * worst + bias;
+      for (int64_t e = 0; e < valueDim; ++e) {
+        const auto at = static_cast<size_t>((i * heads + h) * valueDim + e);
+        cond[at] = c * (absWeighted[at] + std::fabs(out[at]));
+      }
+    }
+  }
+  return cond;
+}
+
 struct SingleHeadCase {
   int64_t seqQ, seqK, depth, valueDim;
   bool causal;
@@ -172,7 +222,14 @@ Measure RunSingleHead(ErasedKernel ref, ErasedKernel fast, const RunContext& c) 
       Unerase<SingleHeadFn>(fast)(config, q.data(), k.data(), v.data(), got.data(), s.seqQ, s.seqK,
                                   s.depth, s.valueDim, c.dtype);
       CheckGuard(got, DTypeStorageBytes(c.dtype, count), where, m);
-      CompareStorage(got, want, c.dtype, count, tol, where, m);
+      const auto absV = AbsStorage(v, c.dtype);
+      std::vector<uint8_t> weighted = want;
+      Unerase<SingleHeadFn>(ref)(config, q.data(), k.data(), absV.data(), weighted.data(), s.seqQ, s.seqK,
+                                 s.depth, s.valueDim, c.dtype);
+      const auto cond = AttentionCondition(Widened(q, c.dtype, s.seqQ * s.depth), Widened(k, c.dtype, s.seqK * s.depth),
+                                           Widened(weighted, c.dtype, count), Widened(want, c.dtype, count), 1, 1,
+                                           s.seqQ, s.seqK, s.depth, s.valueDim, 0.0);
+      CompareBounded(got, want, c.dtype, cond, tol, where, m);
     }
   }
   // o aliases q (depth == valueDim).
@@ -265,7 +322,14 @@ Measure RunMultiHead(ErasedKernel ref, ErasedKernel fast, const RunContext& c) {
       Unerase<MultiHeadFn>(fast)(cfg, q.data(), k.data(), v.data(), got.data(), s.seqQ, s.seqK,
                                  c.dtype);
       CheckGuard(got, DTypeStorageBytes(c.dtype, count), where, m);
-      CompareStorage(got, want, c.dtype, count, tol, where, m);
+      const auto absV = AbsStorage(v, c.dtype);
+      std::vector<uint8_t> weighted = want;
+      Unerase<MultiHeadFn>(ref)(cfg, q.data(), k.data(), absV.data(), weighted.data(), s.seqQ, s.seqK, c.dtype);
+      const auto cond = AttentionCondition(
+          Widened(q, c.dtype, s.seqQ * cfg.NumHeads * cfg.HeadDim), Widened(k, c.dtype, s.seqK * kv * cfg.HeadDim),
+          Widened(weighted, c.dtype, count), Widened(want, c.dtype, count), cfg.NumHeads, kv, s.seqQ, s.seqK,
+          cfg.HeadDim, cfg.HeadDim, cfg.ALiBiSlope);
+      CompareBounded(got, want, c.dtype, cond, tol, where, m);
     }
   }
   const auto q = Input(c.dtype, 64, 1, false), k = Input(c.dtype, 64, 2, false),

@@ -1,9 +1,9 @@
 // Fast kernels for the Attention surface: ScaledDotProductAttention, FlashAttention and
 // MultiHeadAttention, one flash-style kernel for all three.
 //
-// Per head, Q (pre-scaled by 1/sqrt(depth)), K^T and V are packed once: scores in f64 lanes for
-// f32 and f64 storage (f32 dot products are too coarse for the f32 tolerance once the softmax
-// amplifies them) and f32 lanes for f16/bf16, values and the accumulator in f32 (f64 for f64). Each
+// Per head, Q (pre-scaled by 1/sqrt(depth)), K^T and V are packed once (heads in parallel): scores,
+// values and the accumulator in f32 lanes for f32/f16/bf16 storage (as PyTorch; the conformance
+// bound scales with the scores' condition, see runners_nn.cpp) and f64 lanes for f64. Each
 // task takes a block of kBr query rows and walks the key tiles of kBc keys its rows can see: S = Q
 // K^T in 6 x 2-vector register tiles, bias (ALiBi) and masks (bottom-right causal, sliding window),
 // an online softmax (running max m, normaliser l, accumulator rescaled by exp(m_old - m_new)), then
@@ -243,12 +243,44 @@ void WidenRowAs(const void* base, int64_t offset, DType dtype, T* dst, size_t n,
 // max |x| over the finite values of x[0, n).
 template <class T>
 double MaxAbsFinite(const T* x, size_t n) {
-  T m = 0;
-  for (size_t i = 0; i < n; ++i) {
+  const hn::ScalableTag<T> d;
+  const size_t lanes = hn::Lanes(d);
+  auto top = hn::Zero(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::LoadU(d, x + i);
+    top = hn::Max(top, hn::IfThenElseZero(hn::IsFinite(v), hn::Abs(v)));
+  }
+  T m = hn::GetLane(hn::MaxOfLanes(d, top));
+  for (; i < n; ++i) {
     const T a = std::fabs(x[i]);
     m = a <= std::numeric_limits<T>::max() && a > m ? a : m;
   }
   return static_cast<double>(m);
+}
+
+// x[0, n) *= scale.
+template <class T>
+void ScaleRow(T* x, size_t n, T scale) {
+  const hn::ScalableTag<T> d;
+  const size_t lanes = hn::Lanes(d);
+  const auto vs = hn::Set(d, scale);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), vs), d, x + i);
+  for (; i < n; ++i) x[i] *= scale;
+}
+
+// True when every x[0, n) is finite.
+template <class T>
+bool AllFinite(const T* x, size_t n) {
+  const hn::ScalableTag<T> d;
+  const size_t lanes = hn::Lanes(d);
+  auto ok = hn::Eq(hn::Zero(d), hn::Zero(d));
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) ok = hn::And(ok, hn::IsFinite(hn::LoadU(d, x + i)));
+  bool all = hn::AllTrue(d, ok);
+  for (; i < n; ++i) all = all && std::isfinite(x[i]);
+  return all;
 }
 
 template <class TS, class TV>
@@ -272,51 +304,66 @@ void Pack(const Problem& p, Packed<TS, TV>& pk) {
   const TS scale = static_cast<TS>(p.scale);
   constexpr size_t kKeys = 16;  // keys transposed together
   const size_t widest = std::max(depth, valueDim) + 1;
-  std::vector<TS> rows(kKeys * widest);
-  std::vector<TW> tmp(widest);
-  for (size_t h = 0; h < heads; ++h) {
-    for (size_t i = 0; i < seqQ; ++i) {
-      TS* dst = pk.q + (h * seqQ + i) * dP;
-      WidenRowAs<TS, TW>(p.q,
-                         static_cast<int64_t>(i) * p.qStride + static_cast<int64_t>(h) * p.depth,
-                         p.dtype, dst, depth, tmp.data());
-      pk.maxAbsQ = std::max(pk.maxAbsQ, MaxAbsFinite(dst, depth) * p.scale);
-      for (size_t e = 0; e < depth; ++e) dst[e] *= scale;
-      std::fill(dst + depth, dst + dP, TS(0));
+  // Heads (of Q) and KV heads are packed in parallel; the maxima are combined after.
+  std::vector<double> maxQ(heads, 0.0), maxK(kvHeads, 0.0);
+  const bool parallel = (heads * seqQ + kvHeads * seqK) * (depth + valueDim) >= (size_t{1} << 16);
+  auto packQ = [&](int64_t h0, int64_t h1) {
+    std::vector<TW> tmp(widest);
+    for (auto h = static_cast<size_t>(h0); h < static_cast<size_t>(h1); ++h) {
+      for (size_t i = 0; i < seqQ; ++i) {
+        TS* dst = pk.q + (h * seqQ + i) * dP;
+        WidenRowAs<TS, TW>(p.q,
+                           static_cast<int64_t>(i) * p.qStride + static_cast<int64_t>(h) * p.depth,
+                           p.dtype, dst, depth, tmp.data());
+        maxQ[h] = std::max(maxQ[h], MaxAbsFinite(dst, depth) * p.scale);
+        ScaleRow(dst, depth, scale);
+        std::fill(dst + depth, dst + dP, TS(0));
+      }
     }
+  };
+  auto packKV = [&](int64_t g0, int64_t g1) {
+    std::vector<TS> rows(kKeys * widest);
+    std::vector<TW> tmp(widest);
+    for (auto g = static_cast<size_t>(g0); g < static_cast<size_t>(g1); ++g) {
+      TS* kt = pk.kt + g * dP * kP;
+      TV* vv = pk.v + g * kP * vP;
+      int64_t* bad = pk.vBadPrefix.data() + g * (seqK + 1);
+      for (size_t j0 = 0; j0 < seqK; j0 += kKeys) {
+        const size_t nk = std::min(kKeys, seqK - j0);
+        for (size_t jj = 0; jj < nk; ++jj) {
+          TS* r = rows.data() + jj * widest;
+          WidenRowAs<TS, TW>(
+              p.k, static_cast<int64_t>(j0 + jj) * p.kStride + static_cast<int64_t>(g) * p.depth,
+              p.dtype, r, depth, tmp.data());
+          maxK[g] = std::max(maxK[g], MaxAbsFinite(r, depth));
+        }
+        for (size_t e = 0; e < depth; ++e) {
+          TS* dst = kt + e * kP + j0;
+          for (size_t jj = 0; jj < nk; ++jj) dst[jj] = rows[jj * widest + e];
+        }
+      }
+      for (size_t e = 0; e < depth; ++e) std::fill(kt + e * kP + seqK, kt + (e + 1) * kP, TS(0));
+      std::fill(kt + depth * kP, kt + dP * kP, TS(0));
+      for (size_t j = 0; j < seqK; ++j) {
+        TV* vr = vv + j * vP;
+        WidenRow<TV>(p.v, static_cast<int64_t>(j) * p.vStride + static_cast<int64_t>(g) * p.valueDim,
+                     p.dtype, vr, valueDim);
+        std::fill(vr + valueDim, vr + vP, TV(0));
+        bad[j + 1] = bad[j] + (AllFinite(vr, valueDim) ? 0 : 1);
+      }
+      std::fill(vv + seqK * vP, vv + kP * vP, TV(0));
+    }
+  };
+  if (parallel) {
+    ParallelFor(static_cast<int64_t>(heads), 1, packQ);
+    ParallelFor(static_cast<int64_t>(kvHeads), 1, packKV);
+  } else {
+    packQ(0, static_cast<int64_t>(heads));
+    packKV(0, static_cast<int64_t>(kvHeads));
   }
   std::fill(pk.q + heads * seqQ * dP, pk.q + (heads * seqQ + kMR) * dP, TS(0));
-  for (size_t g = 0; g < kvHeads; ++g) {
-    TS* kt = pk.kt + g * dP * kP;
-    TV* vv = pk.v + g * kP * vP;
-    int64_t* bad = pk.vBadPrefix.data() + g * (seqK + 1);
-    for (size_t j0 = 0; j0 < seqK; j0 += kKeys) {
-      const size_t nk = std::min(kKeys, seqK - j0);
-      for (size_t jj = 0; jj < nk; ++jj) {
-        TS* r = rows.data() + jj * widest;
-        WidenRowAs<TS, TW>(
-            p.k, static_cast<int64_t>(j0 + jj) * p.kStride + static_cast<int64_t>(g) * p.depth,
-            p.dtype, r, depth, tmp.data());
-        pk.maxAbsK = std::max(pk.maxAbsK, MaxAbsFinite(r, depth));
-      }
-      for (size_t e = 0; e < depth; ++e) {
-        TS* dst = kt + e * kP + j0;
-        for (size_t jj = 0; jj < nk; ++jj) dst[jj] = rows[jj * widest + e];
-      }
-    }
-    for (size_t e = 0; e < depth; ++e) std::fill(kt + e * kP + seqK, kt + (e + 1) * kP, TS(0));
-    std::fill(kt + depth * kP, kt + dP * kP, TS(0));
-    for (size_t j = 0; j < seqK; ++j) {
-      TV* vr = vv + j * vP;
-      WidenRow<TV>(p.v, static_cast<int64_t>(j) * p.vStride + static_cast<int64_t>(g) * p.valueDim,
-                   p.dtype, vr, valueDim);
-      std::fill(vr + valueDim, vr + vP, TV(0));
-      TV sum = 0;
-      for (size_t e = 0; e < valueDim; ++e) sum += vr[e] * TV(0);  // NaN iff a value is Inf or NaN
-      bad[j + 1] = bad[j] + (sum == TV(0) ? 0 : 1);
-    }
-    std::fill(vv + seqK * vP, vv + kP * vP, TV(0));
-  }
+  for (double x : maxQ) pk.maxAbsQ = std::max(pk.maxAbsQ, x);
+  for (double x : maxK) pk.maxAbsK = std::max(pk.maxAbsK, x);
 }
 
 // Visible keys of query i: [lo, hi] (empty when lo > hi).
@@ -491,6 +538,7 @@ void AttendBlock(const Problem& p, const Packed<TS, TV>& pk, int64_t h, int64_t 
   const TS* kt = pk.kt + static_cast<size_t>(g) * dP * kP;
   const TV* vv = pk.v + static_cast<size_t>(g) * kP * vP;
   const auto depth = static_cast<size_t>(p.depth), valueDim = static_cast<size_t>(p.valueDim);
+  const auto iota = hn::Iota(di, 0);  // once: Highway's Iota goes through memory
   for (int64_t j0 = blockLo; j0 <= blockHi; j0 += static_cast<int64_t>(kBc)) {
     const int64_t j1 = std::min(j0 + static_cast<int64_t>(kBc), blockHi + 1);  // keys [j0, j1)
     const auto width = static_cast<size_t>(j1 - j0);
@@ -520,7 +568,7 @@ void AttendBlock(const Problem& p, const Packed<TS, TV>& pk, int64_t h, int64_t 
       auto badLanes = hn::Lt(hn::Zero(d), hn::Zero(d));  // all false
       for (size_t c = 0; c < widthV; c += lanes) {
         auto sv = hn::LoadU(d, s + c);
-        const auto col = hn::Iota(di, static_cast<TI>(c));
+        const auto col = hn::Add(iota, hn::Set(di, static_cast<TI>(c)));
         if (alibi != 0.0)
           sv = hn::MulAdd(hn::Set(d, slope), hn::Add(hn::ConvertTo(d, col), hn::Set(d, biasBase)),
                           sv);
@@ -616,7 +664,7 @@ bool Attend(const Problem& p) {
     case DType::Float64:
       return RunTyped<double, double>(p);
     case DType::Float32:
-      return RunTyped<double, float>(p);
+      return RunTyped<float, float>(p);
     default:
       return RunTyped<float, float>(p);
   }
