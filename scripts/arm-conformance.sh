@@ -64,6 +64,10 @@ install_packages() {
   # libonnxifi:arm64 (a dependency of libonnx-dev:arm64) ships /usr/lib/libonnxifi.so like the amd64
   # package, so it is unpacked with --force-overwrite first (Backplane links neither copy, only onnx_proto).
   if [[ " ${missing[*]} " == *" libonnxifi:arm64 "* ]]; then
+    # Its one dependency goes first: on a machine without arm64 libraries dpkg -i would leave it
+    # unconfigured (libc6:arm64 missing) and fail.
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends libc6:arm64 \
+        || die "apt-get install libc6:arm64 failed"
     local deb_dir
     deb_dir=$(mktemp -d)
     (cd "$deb_dir" && apt-get download libonnxifi:arm64) || die "apt-get download libonnxifi:arm64 failed"

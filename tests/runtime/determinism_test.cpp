@@ -374,6 +374,22 @@ OpCall Call(std::string op, std::vector<Tensor> inputs, ir::AttrMap attrs = {}) 
   return OpCall{.op = std::move(op), .inputs = std::move(inputs), .attrs = std::move(attrs)};
 }
 
+// A symmetric positive definite f64 matrix: B B^T / n + I for B uniform in [-1, 1].
+Tensor SpdMatrix(int64_t n) {
+  const Tensor b = Filled(DType::Float64, {n, n}, 49, -1.0, 1.0);
+  Tensor a(DType::Float64, {n, n});
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j <= i; ++j) {
+      double dot = 0;
+      for (int64_t k = 0; k < n; ++k) dot += b.GetDouble(i * n + k) * b.GetDouble(j * n + k);
+      const double v = dot / static_cast<double>(n) + (i == j ? 1.0 : 0.0);
+      a.SetDouble(i * n + j, v);
+      a.SetDouble(j * n + i, v);
+    }
+  }
+  return a;
+}
+
 Tensor SortedTimes(int64_t n) {
   Tensor t(DType::Float32, {n});
   double time = 0;
@@ -478,6 +494,9 @@ std::vector<ReductionCase> ReductionCases() {
                      {Filled(D::Float64, {768, 256}, 35), Filled(D::Float64, {256, 256}, 36)});
        },
        kBitIdentical},
+      {"cholesky_f64",
+       [] { return Call("causal.cholesky", {SpdMatrix(520)}); },
+       kBitIdentical},  // OpenBLAS on fixed tiles: it does not follow the Highway target
       {"matmul_bf16",
        [] {
          return Call("math.matmul",

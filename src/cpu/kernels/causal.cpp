@@ -1,6 +1,7 @@
 // Fast kernels for the Causal surface.
-// - Cholesky: LAPACK dpotrf from OpenBLAS (one OpenBLAS thread per call, so results do not depend
-//   on the thread count). Every dtype is widened to f64 (spotrf misses the f32 tolerance already at
+// - Cholesky: blocked right-looking (BlockedCholesky): OpenBLAS dpotrf on 128-column diagonal blocks,
+//   the panel solve and trailing update in fixed 128-column tiles of serial dtrsm / dgemm / dsyrk on
+//   our pool (so results do not depend on the thread count). Every dtype is widened to f64 (spotrf misses the f32 tolerance already at
 //   n = 64 on moderately conditioned matrices) and rounded once, as the reference does. Validation
 //   (finite, symmetric) is a vector test: each lanes x lanes block of the lower triangle against its
 //   mirror, gathered, bitwise-equal values passing; a block that fails it, and the diagonal blocks,
@@ -383,8 +384,11 @@ HWY_AFTER_NAMESPACE();
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <vector>
+
+#include <cblas.h>
 
 #include "backplane/cpu/threads.hpp"
 #include "cpu/kernels/serial_blas.hpp"
@@ -535,6 +539,68 @@ double* Scratch(size_t count, ScratchBuffer& local) {
   return buf.data;
 }
 
+// Right-looking blocked Cholesky of a column-major upper triangle (LAPACK's "U", A = U^T U;
+// element (i, j) at a[i + j * n]) in steps of kCholeskyStep columns: dpotrf on the diagonal block,
+// then the panel solve A12 = U11^-T A12 and the update A22 -= A12^T A12 in fixed column tiles on
+// our pool. Each tile is one serial BLAS call whose shape depends only on n, so the factor does
+// not depend on the thread count. Returns dpotrf's info for the whole matrix (0: success).
+constexpr size_t kCholeskyStep = 128, kCholeskyTile = 128;
+int BlockedCholesky(double* a, size_t n, bool threaded) {
+  const int ld = static_cast<int>(n);
+  auto tiles = [&](size_t count, const std::function<void(size_t)>& tile) {
+    auto run = [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) tile(static_cast<size_t>(i));
+    };
+    if (threaded && count > 1) {
+      ParallelFor(static_cast<int64_t>(count), 1, run);
+    } else {
+      SerialBlas serial;
+      run(0, static_cast<int64_t>(count));
+    }
+  };
+  for (size_t k = 0; k < n; k += kCholeskyStep) {
+    const size_t kb = std::min(kCholeskyStep, n - k);
+    double* a11 = a + k + k * n;
+    int info = 0;
+    {
+      SerialBlas serial;
+      const int kbi = static_cast<int>(kb);
+      dpotrf_("U", &kbi, a11, &ld, &info, 1);
+    }
+    if (info != 0) return static_cast<int>(k) + info;
+    const size_t j0 = k + kb;
+    if (j0 >= n) break;
+    const size_t count = (n - j0 + kCholeskyTile - 1) / kCholeskyTile;
+    auto columns = [&](size_t t, size_t* jc, int* width) {
+      *jc = j0 + t * kCholeskyTile;
+      *width = static_cast<int>(std::min(kCholeskyTile, n - *jc));
+    };
+    tiles(count, [&](size_t t) {
+      size_t jc = 0;
+      int width = 0;
+      columns(t, &jc, &width);
+      cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, static_cast<int>(kb), width, 1.0,
+                  a11, ld, a + k + jc * n, ld);
+    });
+    // Tile t updates rows [j0, jc + width) of its columns, so the work grows with t: tasks take
+    // tiles from both ends in turn, so that contiguous halves of the tasks weigh the same.
+    tiles(count, [&](size_t task) {
+      const size_t t = task % 2 == 0 ? task / 2 : count - 1 - task / 2;
+      size_t jc = 0;
+      int width = 0;
+      columns(t, &jc, &width);
+      const double* panel = a + k + j0 * n;  // A12, kb x (n - j0)
+      if (jc > j0) {
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<int>(jc - j0), width, static_cast<int>(kb),
+                    -1.0, panel, ld, a + k + jc * n, ld, 1.0, a + j0 + jc * n, ld);
+      }
+      cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, width, static_cast<int>(kb), -1.0, a + k + jc * n, ld, 1.0,
+                  a + jc + jc * n, ld);
+    });
+  }
+  return 0;
+}
+
 void Cholesky(const void* input, void* output, int64_t matrixOrder, DType dtype) {
   const auto& reference = Reference().Causal_Cholesky;
   if (!FloatDType(dtype) || matrixOrder <= 0 || matrixOrder > (int64_t{1} << 15) || !input || !output) {
@@ -583,12 +649,7 @@ void Cholesky(const void* input, void* output, int64_t matrixOrder, DType dtype)
 
   // The row-major lower triangle is LAPACK's column-major upper one: w = U with A = U^T U, and the
   // row-major L = U^T has the same layout.
-  int info = 0;
-  {
-    const int ni = static_cast<int>(n);
-    SerialBlas serial;
-    dpotrf_("U", &ni, w, &ni, &info, 1);
-  }
+  const int info = BlockedCholesky(w, n, threaded && n >= 2 * kCholeskyStep);
   if (info != 0) return reference(input, output, matrixOrder, dtype);
   // A pivot L_ii^2 within rounding of zero could be <= 0 in the reference's order (it would throw):
   // let the reference decide. Its pivot differs from LAPACK's by about n eps a_ii.
