@@ -95,7 +95,7 @@ log "configuring $build (RelWithDebInfo, cmake/toolchains/$triple.cmake)"
 mkdir -p "$build"
 cmake -S . -B "$build" "${generator[@]}" \
     -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$triple.cmake" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBACKPLANE_XLA=OFF >"$build/configure.log" 2>&1 \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBACKPLANE_XLA=OFF -DBACKPLANE_CUDA=OFF >"$build/configure.log" 2>&1 \
     || { cat "$build/configure.log" >&2; die "configure failed (log: $build/configure.log)"; }
 grep -E 'OpenBLAS' "$build/configure.log" >&2 || true
 log "building backplane_cli conformance_tests (-j $jobs, nice $nice_level; ccache: $(command -v ccache || echo none))"

@@ -645,7 +645,10 @@ bool RunTyped(const Problem& p) {
     std::fill(w.pv.get(), w.pv.get() + kBr * kBc + kPad, TV(0));
     w.narrow.resize(vP + kPad);
     for (int64_t t = t0; t < t1; ++t) {
-      AttendBlock<TS, TV>(p, pk, t / blocks, (t % blocks) * static_cast<int64_t>(kBr), w);
+      // Query blocks from both ends of the head in turn: causal blocks grow with their index, and
+      // the pool hands out contiguous ranges of tasks.
+      const int64_t i = t % blocks, block = i % 2 == 0 ? i / 2 : blocks - 1 - i / 2;
+      AttendBlock<TS, TV>(p, pk, t / blocks, block * static_cast<int64_t>(kBr), w);
     }
   };
   const double work = static_cast<double>(p.heads) * static_cast<double>(p.seqQ) *
