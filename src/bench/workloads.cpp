@@ -188,6 +188,26 @@ Workload Attention(bool causal) {
           }};
 }
 
+// One decode step of grouped-query attention: 1 query, 32 heads over 8 KV heads of 4096 cached
+// positions, head size 128 (Llama-3-8B's shape). K and V are the bytes that must be read.
+Workload AttentionDecode() {
+  constexpr int64_t kKv = 4096, kHeads = 32, kKvHeads = 8, kDim = 128;
+  return {"attention.gqa", "Attention", "decode: 1 query, 32/8 heads, 4096 cached, dim 128",
+          4.0 * (2.0 * kKv * kKvHeads * kDim + 2.0 * kHeads * kDim), 4.0 * kHeads * kKv * kDim, "read", [](Backend& b) {
+            auto q = Random(kHeads * kDim, 1, -1, 1), k = Random(kKv * kKvHeads * kDim, 2, -1, 1);
+            auto v = Random(kKv * kKvHeads * kDim, 3, -1, 1);
+            auto o = std::make_shared<std::vector<float>>(static_cast<size_t>(kHeads * kDim));
+            MultiHeadAttentionConfig cfg;
+            cfg.NumHeads = kHeads;
+            cfg.HeadDim = kDim;
+            cfg.KVHeadCount = kKvHeads;
+            cfg.Causal = true;
+            return std::function<void()>([&b, cfg, q, k, v, o] {
+              b.Attention().MultiHeadAttention(cfg, q->data(), k->data(), v->data(), o->data(), 1, kKv, DType::Float32);
+            });
+          }};
+}
+
 // The two lowerings of attention.gqa (src/runtime/ops/nn_ops.cpp) on [B=1, H=8, S, 64] q and
 // [1, 2, S, 64] k/v, causal: heads merged for one MultiHeadAttention call and split back, or one
 // FlashAttention call per head on the slices in place. They set the lowering's switch-over length.
@@ -305,6 +325,7 @@ std::vector<Workload> Workloads() {
                }});
   w.push_back(Attention(false));
   w.push_back(Attention(true));
+  w.push_back(AttentionDecode());
   for (int64_t kv : {2, 8}) {
     for (int64_t seq : {128, 1024, 4096}) {
       for (bool flash : {false, true}) w.push_back(AttentionLowering(seq, kv, flash));

@@ -1,6 +1,6 @@
 // Fast kernels for the Causal surface.
 // - Cholesky: blocked right-looking (BlockedCholesky): OpenBLAS dpotrf on 128-column diagonal blocks,
-//   the panel solve and trailing update in fixed 128-column tiles of serial dtrsm / dgemm / dsyrk on
+//   the panel solve and trailing update in fixed 64-column tiles of serial dtrsm / dgemm / dsyrk on
 //   our pool (so results do not depend on the thread count). Every dtype is widened to f64 (spotrf misses the f32 tolerance already at
 //   n = 64 on moderately conditioned matrices) and rounded once, as the reference does. Validation
 //   (finite, symmetric) is a vector test: each lanes x lanes block of the lower triangle against its
@@ -544,7 +544,7 @@ double* Scratch(size_t count, ScratchBuffer& local) {
 // then the panel solve A12 = U11^-T A12 and the update A22 -= A12^T A12 in fixed column tiles on
 // our pool. Each tile is one serial BLAS call whose shape depends only on n, so the factor does
 // not depend on the thread count. Returns dpotrf's info for the whole matrix (0: success).
-constexpr size_t kCholeskyStep = 128, kCholeskyTile = 128;
+constexpr size_t kCholeskyStep = 128, kCholeskyTile = 64;
 int BlockedCholesky(double* a, size_t n, bool threaded) {
   const int ld = static_cast<int>(n);
   auto tiles = [&](size_t count, const std::function<void(size_t)>& tile) {
