@@ -230,16 +230,6 @@ struct Packed {
 
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-template <class T, class TW>
-void WidenRowAs(const void* base, int64_t offset, DType dtype, T* dst, size_t n, TW* tmp) {
-  if constexpr (std::is_same_v<T, TW>) {
-    WidenRow<T>(base, offset, dtype, dst, n);
-  } else {
-    WidenRow<TW>(base, offset, dtype, tmp, n);
-    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(tmp[i]);
-  }
-}
-
 // max |x| over the finite values of x[0, n).
 template <class T>
 double MaxAbsFinite(const T* x, size_t n) {
@@ -298,9 +288,6 @@ void Pack(const Problem& p, Packed<TS, TV>& pk) {
   pk.kt = ThreadBuffer<TS>(1, kvHeads * dP * kP);
   pk.v = ThreadBuffer<TV>(2, kvHeads * kP * vP);
   pk.vBadPrefix.assign(kvHeads * (seqK + 1), 0);
-  // f32 storage widens exactly to TS (f64); the scale is applied in TS.
-  using TW =
-      std::conditional_t<std::is_same_v<TS, double> && !std::is_same_v<TV, double>, float, TS>;
   const TS scale = static_cast<TS>(p.scale);
   constexpr size_t kKeys = 16;  // keys transposed together
   const size_t widest = std::max(depth, valueDim) + 1;
@@ -308,13 +295,11 @@ void Pack(const Problem& p, Packed<TS, TV>& pk) {
   std::vector<double> maxQ(heads, 0.0), maxK(kvHeads, 0.0);
   const bool parallel = (heads * seqQ + kvHeads * seqK) * (depth + valueDim) >= (size_t{1} << 16);
   auto packQ = [&](int64_t h0, int64_t h1) {
-    std::vector<TW> tmp(widest);
     for (auto h = static_cast<size_t>(h0); h < static_cast<size_t>(h1); ++h) {
       for (size_t i = 0; i < seqQ; ++i) {
         TS* dst = pk.q + (h * seqQ + i) * dP;
-        WidenRowAs<TS, TW>(p.q,
-                           static_cast<int64_t>(i) * p.qStride + static_cast<int64_t>(h) * p.depth,
-                           p.dtype, dst, depth, tmp.data());
+        WidenRow<TS>(p.q, static_cast<int64_t>(i) * p.qStride + static_cast<int64_t>(h) * p.depth, p.dtype, dst,
+                     depth);
         maxQ[h] = std::max(maxQ[h], MaxAbsFinite(dst, depth) * p.scale);
         ScaleRow(dst, depth, scale);
         std::fill(dst + depth, dst + dP, TS(0));
@@ -323,7 +308,6 @@ void Pack(const Problem& p, Packed<TS, TV>& pk) {
   };
   auto packKV = [&](int64_t g0, int64_t g1) {
     std::vector<TS> rows(kKeys * widest);
-    std::vector<TW> tmp(widest);
     for (auto g = static_cast<size_t>(g0); g < static_cast<size_t>(g1); ++g) {
       TS* kt = pk.kt + g * dP * kP;
       TV* vv = pk.v + g * kP * vP;
@@ -332,9 +316,8 @@ void Pack(const Problem& p, Packed<TS, TV>& pk) {
         const size_t nk = std::min(kKeys, seqK - j0);
         for (size_t jj = 0; jj < nk; ++jj) {
           TS* r = rows.data() + jj * widest;
-          WidenRowAs<TS, TW>(
-              p.k, static_cast<int64_t>(j0 + jj) * p.kStride + static_cast<int64_t>(g) * p.depth,
-              p.dtype, r, depth, tmp.data());
+          WidenRow<TS>(p.k, static_cast<int64_t>(j0 + jj) * p.kStride + static_cast<int64_t>(g) * p.depth, p.dtype,
+                       r, depth);
           maxK[g] = std::max(maxK[g], MaxAbsFinite(r, depth));
         }
         for (size_t e = 0; e < depth; ++e) {
@@ -666,9 +649,7 @@ bool Attend(const Problem& p) {
   switch (p.dtype) {
     case DType::Float64:
       return RunTyped<double, double>(p);
-    case DType::Float32:
-      return RunTyped<float, float>(p);
-    default:
+    default:  // f32, f16, bf16: f32 lanes
       return RunTyped<float, float>(p);
   }
 }

@@ -531,6 +531,12 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
   if constexpr (std::is_same_v<T, float>) winogradTiles = directTiles && winograd.Build(ax, w.data, inC, outC);
   const int64_t tileRowsPerTask =
       std::max<int64_t>(1, static_cast<int64_t>(winograd.shape.tilesH) / (4 * std::max(NumThreads(), 1)));
+  // Runs fn over [0, tasks) of one image: on the pool, unless images already run in parallel or
+  // the work is small.
+  auto withinImage = [&](int64_t tasks, const std::function<void(int64_t, int64_t)>& fn) {
+    if (imagesInParallel || NumThreads() == 1 || work < 1e7) return fn(0, tasks);
+    ParallelFor(tasks, 1, fn);
+  };
   auto image = [&](int64_t n0, int64_t n1) {
     std::vector<T> padded;  // allocated on first use
     std::vector<float> winogradPadded;
@@ -551,16 +557,11 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
         if (winogradTiles && winogradPadded.empty()) winogradPadded = winograd.Buffer();
         if (winogradTiles && winograd.Fill(x, winogradPadded.data())) {
           const int64_t tasks = (static_cast<int64_t>(winograd.shape.tilesH) + tileRowsPerTask - 1) / tileRowsPerTask;
-          auto tileRows = [&](int64_t t0, int64_t t1) {
+          withinImage(tasks, [&](int64_t t0, int64_t t1) {
             const size_t th0 = static_cast<size_t>(t0 * tileRowsPerTask);
             const size_t th1 = std::min(winograd.shape.tilesH, static_cast<size_t>(t1 * tileRowsPerTask));
             WinogradRowsF32(winograd.shape, winogradPadded.data(), winograd.packed.get(), b.data, y, th0, th1);
-          };
-          if (imagesInParallel || NumThreads() == 1 || work < 1e7) {
-            tileRows(0, tasks);
-          } else {
-            ParallelFor(tasks, 1, tileRows);
-          }
+          });
           if (!direct) StoreOut<T>(y, dst, n * perImageOut, perImageOut, dtype);
           continue;
         }
@@ -569,17 +570,12 @@ void ForwardTyped(const Axes& ax, const Plan& p, const void* in, const void* wei
         if (padded.empty()) padded = directPlan.Buffer();
         directPlan.Fill(ax, x, inC, padded.data());
         const int64_t tasksPerPlane = (ax[1].out + rowsPerTask - 1) / rowsPerTask;
-        auto rows = [&](int64_t t0, int64_t t1) {
+        withinImage(ax[0].out * tasksPerPlane, [&](int64_t t0, int64_t t1) {
           for (int64_t t = t0; t < t1; ++t) {
             const int64_t od = t / tasksPerPlane, oh0 = t % tasksPerPlane * rowsPerTask;
             directPlan.Rows(padded.data(), b.data, y, od, oh0, std::min(ax[1].out, oh0 + rowsPerTask));
           }
-        };
-        if (imagesInParallel || NumThreads() == 1 || work < 1e7) {
-          rows(0, ax[0].out * tasksPerPlane);
-        } else {
-          ParallelFor(ax[0].out * tasksPerPlane, 1, rows);
-        }
+        });
         for (int64_t co : badChannels) ExactBorder<T>(ax, x, w.data, b.data, inC, co, y);
         if (!direct) StoreOut<T>(y, dst, n * perImageOut, perImageOut, dtype);
         continue;

@@ -45,27 +45,22 @@ HWY_NOINLINE void DirectTile(const T* HWY_RESTRICT b, const size_t* HWY_RESTRICT
   auto c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
   if (first) {
     if (bias) {
-      const T* bb = bias;
-      c00 = c01 = hn::Set(d, bb[0]);
-      if (rows > 1) c10 = c11 = hn::Set(d, bb[1]);
-      if (rows > 2) c20 = c21 = hn::Set(d, bb[2]);
-      if (rows > 3) c30 = c31 = hn::Set(d, bb[3]);
-      if (rows > 4) c40 = c41 = hn::Set(d, bb[4]);
-      if (rows > 5) c50 = c51 = hn::Set(d, bb[5]);
+      c00 = c01 = hn::Set(d, bias[0]);
+      if (rows > 1) c10 = c11 = hn::Set(d, bias[1]);
+      if (rows > 2) c20 = c21 = hn::Set(d, bias[2]);
+      if (rows > 3) c30 = c31 = hn::Set(d, bias[3]);
+      if (rows > 4) c40 = c41 = hn::Set(d, bias[4]);
+      if (rows > 5) c50 = c51 = hn::Set(d, bias[5]);
     }
   } else {
-    if (whole) {
-      for (size_t r = 0; r < rows; ++r) std::memcpy(tile + r * nr, y + r * outV + segments[0].dst, nr * sizeof(T));
-    } else {
-      for (size_t r = 0; r < rows; ++r) {
-        std::fill(tile + r * nr, tile + r * nr + nr, T(0));
-        for (size_t s = 0; s < segmentCount; ++s) {
-          const direct_conv::Segment& g = segments[s];
-          std::memcpy(tile + r * nr + g.lane, y + r * outV + g.dst, g.count * sizeof(T));
-        }
+    // The partial sums y holds, into the tile (lanes no segment covers, and missing rows, are 0).
+    if (!whole || rows < kDirectConvTileRows) std::fill(tile, tile + kDirectConvTileRows * nr, T(0));
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t s = 0; s < segmentCount; ++s) {
+        const direct_conv::Segment& g = segments[s];
+        std::memcpy(tile + r * nr + g.lane, y + r * outV + g.dst, g.count * sizeof(T));
       }
     }
-    for (size_t r = rows; r < kDirectConvTileRows; ++r) std::fill(tile + r * nr, tile + r * nr + nr, T(0));
     c00 = hn::Load(d, tile + 0 * nr), c01 = hn::Load(d, tile + 0 * nr + lanes);
     c10 = hn::Load(d, tile + 1 * nr), c11 = hn::Load(d, tile + 1 * nr + lanes);
     c20 = hn::Load(d, tile + 2 * nr), c21 = hn::Load(d, tile + 2 * nr + lanes);
