@@ -4,8 +4,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mapfile -t wanted < <(grep -v '^\s*#' "$here/debian-packages.txt" | awk 'NF {print $1}')
 missing=()
+native=$(dpkg --print-architecture)
 for pkg in "${wanted[@]}"; do
-  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  # The native (or architecture-independent) package: with arm64 copies installed beside it
+  # (scripts/arm-conformance.sh), dpkg-query lists one line per architecture.
+  status=$(dpkg-query -W -f='${Architecture} ${Status}\n' "$pkg" 2>/dev/null |
+           awk -v a="$native" '$1 == a || $1 == "all" {sub(/^[^ ]+ /, ""); print; exit}' || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
 done
 if ((${#missing[@]} == 0)); then
